@@ -1,0 +1,286 @@
+"""The two-layer cluster cache the scheduler reads.
+
+Layer 1 is what the API server said (filled by the daemon's watchers, or by a snapshot in
+``simulate``). Layer 2 is what this scheduler assumed on top: pods placed on nodes, PVs
+given a claimRef, claims given a selected node (see ``cache.assumed`` for the rules).
+Reads return the assumed copy unless the API server has since sent something newer.
+
+Everything is indexed for the questions a scheduling cycle asks: the nodes in a stable
+zone-interleaved order, each node's pods and requests, the PVs a node can reach per
+StorageClass, the PVs pre-bound to a claim.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
+
+from cache.assumed import AssumeCache
+from cache.node_info import NodeInfo
+from cache.objects.core import Node, Pod
+from cache.objects.storage import (
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from cache.objects.workloads import PriorityClass, Service, WorkloadSet
+from cache.pv_index import PersistentVolumeIndex
+
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+
+
+def zone_key(labels: dict[str, str]) -> str:
+    """Upstream's GetZoneKey: region and zone together, "" when the node has neither."""
+    region = next((labels[k] for k in REGION_LABELS if k in labels), "")
+    zone = next((labels[k] for k in ZONE_LABELS if k in labels), "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
+
+class ClusterCache:
+    """Informer objects plus assumed changes, with the indexes scheduling needs."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeInfo] = {}
+        self.pods: dict[str, Pod] = {}
+        self.pending: dict[str, Pod] = {}
+        self.assumed_pods: dict[str, str] = {}
+        self.pv_index = PersistentVolumeIndex()
+        self._claim_pvs: dict[str, set[str]] = defaultdict(set)
+        self.pvs: AssumeCache[PersistentVolume] = AssumeCache("PersistentVolume", self._pv_changed)
+        self.pvcs: AssumeCache[PersistentVolumeClaim] = AssumeCache("PersistentVolumeClaim")
+        self.storage_classes: dict[str, StorageClass] = {}
+        self.csi_nodes: dict[str, CSINode] = {}
+        self.csi_drivers: dict[str, CSIDriver] = {}
+        self.csi_capacities: dict[str, CSIStorageCapacity] = {}
+        self.services: dict[str, Service] = {}
+        self.workload_sets: dict[tuple[str, str], WorkloadSet] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.custom: dict[str, dict[str, Any]] = defaultdict(dict)
+        self._node_order: list[NodeInfo] | None = None
+        self.generation = 0
+
+    # -- ingestion -------------------------------------------------------------------
+
+    def upsert(self, kind: str, obj: Any) -> None:
+        """Apply an add or update of one object from the API server (layer 1)."""
+        self.generation += 1
+        handler = getattr(self, f"_upsert_{kind}", None)
+        if handler is not None:
+            handler(obj)
+            return
+        store = self._simple_store(kind)
+        store[
+            obj.meta.key if kind not in ("ReplicaSet", "StatefulSet") else (kind, obj.meta.key)
+        ] = obj
+
+    def delete(self, kind: str, key: str) -> None:
+        """Apply a deletion from the API server."""
+        self.generation += 1
+        handler = getattr(self, f"_delete_{kind}", None)
+        if handler is not None:
+            handler(key)
+            return
+        store = self._simple_store(kind)
+        store.pop(key if kind not in ("ReplicaSet", "StatefulSet") else (kind, key), None)
+
+    def _simple_store(self, kind: str) -> dict[Any, Any]:
+        stores: dict[str, dict[Any, Any]] = {
+            "StorageClass": self.storage_classes,
+            "CSINode": self.csi_nodes,
+            "CSIDriver": self.csi_drivers,
+            "CSIStorageCapacity": self.csi_capacities,
+            "Service": self.services,
+            "ReplicaSet": self.workload_sets,
+            "StatefulSet": self.workload_sets,
+            "PriorityClass": self.priority_classes,
+        }
+        return stores.get(kind) or self.custom[kind]
+
+    def get(self, kind: str, key: str) -> Any:
+        if kind == "Node":
+            info = self.nodes.get(key)
+            return info.node if info else None
+        if kind == "Pod":
+            return self.pods.get(key)
+        if kind == "PersistentVolume":
+            return self.pvs.get(key)
+        if kind == "PersistentVolumeClaim":
+            return self.pvcs.get(key)
+        if kind in ("ReplicaSet", "StatefulSet"):
+            return self.workload_sets.get((kind, key))
+        return self._simple_store(kind).get(key)
+
+    def objects(self, kind: str) -> Iterator[Any]:
+        if kind == "Node":
+            return (info.node for info in self.nodes.values())
+        if kind == "Pod":
+            return iter(self.pods.values())
+        if kind == "PersistentVolume":
+            return self.pvs.values()
+        if kind == "PersistentVolumeClaim":
+            return self.pvcs.values()
+        if kind in ("ReplicaSet", "StatefulSet"):
+            return (w for (k, _), w in self.workload_sets.items() if k == kind)
+        return iter(self._simple_store(kind).values())
+
+    def _upsert_Node(self, node: Node) -> None:
+        info = self.nodes.get(node.meta.name)
+        if info is None:
+            info = NodeInfo(node)
+            self.nodes[node.meta.name] = info
+            self._node_order = None
+            for pod in self.pods.values():
+                if self._placed_on(pod) == node.meta.name:
+                    info.add_pod(self._effective(pod))
+        else:
+            if zone_key(info.node.meta.labels) != zone_key(node.meta.labels):
+                self._node_order = None
+            info.node = node
+        self.pv_index.upsert_node(node.meta.name, node.meta.labels)
+
+    def _delete_Node(self, name: str) -> None:
+        if self.nodes.pop(name, None) is not None:
+            self._node_order = None
+        self.pv_index.delete_node(name)
+
+    def _placed_on(self, pod: Pod) -> str:
+        if pod.terminal:
+            return ""
+        return pod.node_name or self.assumed_pods.get(pod.meta.key, "")
+
+    def _effective(self, pod: Pod) -> Pod:
+        return pod
+
+    def _upsert_Pod(self, pod: Pod) -> None:
+        key = pod.meta.key
+        old = self.pods.get(key)
+        if old is not None:
+            old_node = self._placed_on(old)
+            if old_node and old_node in self.nodes:
+                self.nodes[old_node].remove_pod(key)
+        if pod.node_name and key in self.assumed_pods:
+            # The binding is confirmed: the informer copy takes over from the assumption.
+            del self.assumed_pods[key]
+        self.pods[key] = pod
+        node = self._placed_on(pod)
+        if node and node in self.nodes:
+            self.nodes[node].add_pod(pod)
+        if not pod.node_name and not pod.terminal and key not in self.assumed_pods:
+            self.pending[key] = pod
+        else:
+            self.pending.pop(key, None)
+
+    def _delete_Pod(self, key: str) -> None:
+        old = self.pods.pop(key, None)
+        self.pending.pop(key, None)
+        self.assumed_pods.pop(key, None)
+        if old is None:
+            return
+        for info in self.nodes.values() if not old.node_name else [self.nodes.get(old.node_name)]:
+            if info is not None and key in info.pods:
+                info.remove_pod(key)
+
+    def _upsert_PersistentVolume(self, pv: PersistentVolume) -> None:
+        self.pvs.informer_upsert(pv.meta.name, pv)
+
+    def _delete_PersistentVolume(self, name: str) -> None:
+        self.pvs.informer_delete(name)
+
+    def _pv_changed(self, old: PersistentVolume | None, new: PersistentVolume | None) -> None:
+        if old is not None and old.claim_ref is not None:
+            ref = old.claim_ref
+            self._claim_pvs[f"{ref.namespace}/{ref.name}"].discard(old.meta.name)
+        if new is None:
+            if old is not None:
+                self.pv_index.delete_pv(old.meta.name)
+            return
+        if new.claim_ref is not None:
+            ref = new.claim_ref
+            self._claim_pvs[f"{ref.namespace}/{ref.name}"].add(new.meta.name)
+        self.pv_index.upsert_pv(new)
+
+    def _upsert_PersistentVolumeClaim(self, pvc: PersistentVolumeClaim) -> None:
+        self.pvcs.informer_upsert(pvc.meta.key, pvc)
+
+    def _delete_PersistentVolumeClaim(self, key: str) -> None:
+        self.pvcs.informer_delete(key)
+
+    # -- queries ---------------------------------------------------------------------
+
+    def node_list(self) -> list[NodeInfo]:
+        """Nodes interleaved across zones, as kube-scheduler's node tree lists them.
+
+        Zones in name order, nodes by name inside a zone, then one node of each zone in
+        turn, so that stopping early still sees every zone.
+        """
+        if self._node_order is None:
+            zones: dict[str, list[NodeInfo]] = defaultdict(list)
+            for name in sorted(self.nodes):
+                info = self.nodes[name]
+                zones[zone_key(info.node.meta.labels)].append(info)
+            ordered: list[NodeInfo] = []
+            columns = [zones[zone] for zone in sorted(zones)]
+            depth = max((len(column) for column in columns), default=0)
+            for index in range(depth):
+                for column in columns:
+                    if index < len(column):
+                        ordered.append(column[index])
+            self._node_order = ordered
+        return self._node_order
+
+    def pvs_prebound_to(self, claim_key: str) -> set[str]:
+        """PVs whose (latest) claimRef names this claim."""
+        return self._claim_pvs.get(claim_key) or set()
+
+    def default_storage_class(self) -> StorageClass | None:
+        """The default class as the admission plugin picks it: newest, then by name."""
+        defaults = [sc for sc in self.storage_classes.values() if sc.is_default]
+        if not defaults:
+            return None
+        defaults.sort(key=lambda sc: (-sc.meta.creation_timestamp, sc.meta.name))
+        return defaults[0]
+
+    def pod_priority(self, pod: Pod) -> int:
+        if pod.priority is not None:
+            return pod.priority
+        if pod.priority_class_name:
+            pc = self.priority_classes.get(pod.priority_class_name)
+            if pc is not None:
+                return pc.value
+        for pc in self.priority_classes.values():
+            if pc.global_default:
+                return pc.value
+        return 0
+
+    # -- the assume layer for pods ---------------------------------------------------
+
+    def assume_pod(self, pod: Pod, node_name: str) -> None:
+        """Count a pod on a node before its binding is confirmed."""
+        key = pod.meta.key
+        self.assumed_pods[key] = node_name
+        self.pending.pop(key, None)
+        self.pods.setdefault(key, pod)
+        info = self.nodes.get(node_name)
+        if info is not None:
+            info.add_pod(pod)
+        self.generation += 1
+
+    def forget_pod(self, key: str) -> None:
+        """Undo ``assume_pod`` (the binding failed): the pod is pending again."""
+        node_name = self.assumed_pods.pop(key, None)
+        if node_name is None:
+            return
+        info = self.nodes.get(node_name)
+        if info is not None:
+            info.remove_pod(key)
+        pod = self.pods.get(key)
+        if pod is not None and not pod.node_name and not pod.terminal:
+            self.pending[key] = pod
+        self.generation += 1

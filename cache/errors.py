@@ -1,0 +1,76 @@
+"""The one error vocabulary of volsched.
+
+::
+
+    VolschedError
+    ├── ConfigError      a bad policy, config or settings file (names the file and key)
+    ├── ObjectError      a malformed Kubernetes object (names the source, kind/name, field)
+    ├── StoreError       the SQLite store could not be read or written
+    └── ApiError         the API server said no (raised by the daemon's client boundary)
+        ├── Conflict     409: the object changed since it was read
+        ├── NotFound     404: the object (or its namespace) is gone
+        └── Gone         410: the watch resource version was compacted away
+
+Everything a user can cause ends in one of these with a one-line message; anything else
+is a bug and may show a traceback.
+"""
+
+from __future__ import annotations
+
+
+class VolschedError(Exception):
+    """Base of every error volsched raises on purpose."""
+
+
+class ConfigError(VolschedError):
+    """A policy, config or settings file is malformed or holds an out-of-range value."""
+
+
+class ObjectError(VolschedError):
+    """A Kubernetes object could not be read into its typed view.
+
+    The message names where the object came from (file and document index when known),
+    its kind and name, and the offending field.
+    """
+
+    def __init__(self, kind: str, name: str, field: str, problem: str, source: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.field = field
+        self.problem = problem
+        self.source = source
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = f"{self.source}: " if self.source else ""
+        who = f"{self.kind}/{self.name}" if self.name else self.kind
+        at = f" field {self.field}" if self.field else ""
+        return f"{where}{who}{at}: {self.problem}"
+
+    def located(self, source: str) -> ObjectError:
+        """The same error, with the file and document it came from."""
+        return ObjectError(self.kind, self.name, self.field, self.problem, source)
+
+
+class StoreError(VolschedError):
+    """The SQLite store failed; the message says which file and what went wrong."""
+
+
+class ApiError(VolschedError):
+    """The API server refused a request."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(f"{status}: {message}")
+
+
+class Conflict(ApiError):
+    """409: the object changed since this scheduler read it."""
+
+
+class NotFound(ApiError):
+    """404: the object or its namespace no longer exists."""
+
+
+class Gone(ApiError):
+    """410: the resource version asked for has been compacted away; relist."""

@@ -1,0 +1,76 @@
+"""Per-node aggregates the filters read on every cycle: pods, requested resources, ports.
+
+Kept incrementally as pods come, go and are assumed, so a cycle never sums a node's pods
+again (kube-scheduler's NodeInfo, for the same reason).
+"""
+
+from __future__ import annotations
+
+from cache.objects.core import CPU, MEMORY, HostPort, Node, Pod
+
+
+class NodeInfo:
+    """A node and the pods placed or assumed on it."""
+
+    __slots__ = ("node", "nonzero_cpu", "nonzero_memory", "pods", "ports", "requested")
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+        self.pods: dict[str, Pod] = {}
+        self.requested: dict[str, int] = {}
+        self.nonzero_cpu = 0
+        self.nonzero_memory = 0
+        self.ports: dict[HostPort, int] = {}
+
+    @property
+    def name(self) -> str:
+        return self.node.meta.name
+
+    def add_pod(self, pod: Pod) -> None:
+        key = pod.meta.key
+        if key in self.pods:
+            self.remove_pod(key)
+        self.pods[key] = pod
+        requested = self.requested
+        for resource, amount in pod.requests.items():
+            requested[resource] = requested.get(resource, 0) + amount
+        self.nonzero_cpu += pod.nonzero_cpu
+        self.nonzero_memory += pod.nonzero_memory
+        for port in pod.host_ports:
+            self.ports[port] = self.ports.get(port, 0) + 1
+
+    def remove_pod(self, key: str) -> Pod | None:
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return None
+        requested = self.requested
+        for resource, amount in pod.requests.items():
+            left = requested.get(resource, 0) - amount
+            if left:
+                requested[resource] = left
+            else:
+                requested.pop(resource, None)
+        self.nonzero_cpu -= pod.nonzero_cpu
+        self.nonzero_memory -= pod.nonzero_memory
+        for port in pod.host_ports:
+            count = self.ports.get(port, 0) - 1
+            if count > 0:
+                self.ports[port] = count
+            else:
+                self.ports.pop(port, None)
+        return pod
+
+    def requested_cpu(self) -> int:
+        return self.requested.get(CPU, 0)
+
+    def requested_memory(self) -> int:
+        return self.requested.get(MEMORY, 0)
+
+    def port_conflict(self, want: HostPort) -> bool:
+        """Upstream's HostPortInfo.CheckConflict: 0.0.0.0 overlaps every address."""
+        for used in self.ports:
+            if used.port != want.port or used.protocol != want.protocol:
+                continue
+            if want.ip == "0.0.0.0" or used.ip == "0.0.0.0" or used.ip == want.ip:
+                return True
+        return False

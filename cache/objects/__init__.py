@@ -1,0 +1,53 @@
+"""Typed views of Kubernetes objects, parsed once from raw JSON at ingestion.
+
+Views are frozen dataclasses with slots: small, hashable by identity, safe to share
+between the informer layer, the assume layer and a scheduling snapshot.
+"""
+
+from cache.objects.core import (
+    HostPort,
+    Node,
+    Pod,
+    PodVolume,
+    Taint,
+    Toleration,
+    parse_node,
+    parse_pod,
+)
+from cache.objects.meta import ObjectMeta, OwnerReference
+from cache.objects.registry import KINDS, KindInfo
+from cache.objects.storage import (
+    ClaimRef,
+    CSIDriver,
+    CSINode,
+    CSIStorageCapacity,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+)
+from cache.objects.workloads import PriorityClass, Service, WorkloadSet
+
+__all__ = [
+    "KINDS",
+    "CSIDriver",
+    "CSINode",
+    "CSIStorageCapacity",
+    "ClaimRef",
+    "HostPort",
+    "KindInfo",
+    "Node",
+    "ObjectMeta",
+    "OwnerReference",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "Pod",
+    "PodVolume",
+    "PriorityClass",
+    "Service",
+    "StorageClass",
+    "Taint",
+    "Toleration",
+    "WorkloadSet",
+    "parse_node",
+    "parse_pod",
+]

@@ -1,0 +1,334 @@
+"""Nodes and pods, reduced to what placement needs and computed once at ingestion.
+
+A pod's effective requests (init-container max rule, sidecars, overhead, limits standing
+in for missing requests) and its host ports are worked out here, once, so that the
+scheduler's per-node checks are dictionary look-ups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from cache.objects.fields import Fields, Raw
+from cache.objects.meta import ObjectMeta, parse_meta
+from cache.objects.selectors import (
+    NodeSelector,
+    NodeSelectorTerm,
+    PreferredTerm,
+    parse_node_selector,
+    parse_node_selector_term,
+)
+from cache.quantity import ceil_milli_value, ceil_value
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+
+# kube-scheduler scores pods without cpu/memory requests as if they asked for these.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def resource_amount(name: str, quantity: Fraction) -> int:
+    """cpu in millicores, everything else in whole units, rounded up as upstream."""
+    return ceil_milli_value(quantity) if name == CPU else ceil_value(quantity)
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return self.operator == "Exists"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    meta: ObjectMeta
+    allocatable: dict[str, int]
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+    ready: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.meta.labels
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodVolume:
+    """One entry of ``spec.volumes``.
+
+    ``claim_name`` is set for persistentVolumeClaim volumes and for generic ephemeral
+    volumes (whose claim is ``<pod>-<volume>``).  ``disk`` identifies the in-tree disks the
+    NoDiskConflict rule compares: ``(kind, identity..., read_only)``.
+    """
+
+    name: str
+    claim_name: str = ""
+    ephemeral: bool = False
+    read_only: bool = False
+    disk: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    meta: ObjectMeta
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    priority: int | None = None
+    priority_class_name: str = ""
+    phase: str = "Pending"
+    requests: dict[str, int] = field(default_factory=dict)
+    nonzero_cpu: int = DEFAULT_MILLI_CPU_REQUEST
+    nonzero_memory: int = DEFAULT_MEMORY_REQUEST
+    host_ports: tuple[HostPort, ...] = ()
+    volumes: tuple[PodVolume, ...] = ()
+    node_selector: dict[str, str] = field(default_factory=dict)
+    required_affinity: NodeSelector | None = None
+    preferred_affinity: tuple[PreferredTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return self.meta.key
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.meta.labels
+
+    @property
+    def terminal(self) -> bool:
+        """Succeeded and Failed pods hold no resources (the scheduler never sees them)."""
+        return self.phase in ("Succeeded", "Failed")
+
+    def claim_names(self) -> list[str]:
+        return [volume.claim_name for volume in self.volumes if volume.claim_name]
+
+
+def _taint(item: Fields) -> Taint:
+    effect = item.str("effect")
+    if effect not in TAINT_EFFECTS:
+        raise item.fail("effect", f"{effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+    key = item.str("key")
+    if not key:
+        raise item.fail("key", "is required")
+    return Taint(key, item.str("value"), effect)
+
+
+def parse_node(raw: Raw) -> Node:
+    meta = parse_meta(raw.get("metadata"), "Node", namespaced=False)
+    spec = Fields(raw.get("spec"), "Node", meta.name, "spec")
+    status = Fields(raw.get("status"), "Node", meta.name, "status")
+    source = "allocatable" if status.has("allocatable") else "capacity"
+    allocatable = {
+        name: resource_amount(name, amount) for name, amount in status.quantity_map(source).items()
+    }
+    ready = True
+    conditions = status.items("conditions")
+    for condition in conditions:
+        if condition.str("type") == "Ready":
+            ready = condition.str("status") == "True"
+    return Node(
+        meta=meta,
+        allocatable=allocatable,
+        unschedulable=spec.bool("unschedulable"),
+        taints=tuple(_taint(item) for item in spec.items("taints")),
+        ready=ready,
+    )
+
+
+def _container_requests(container: Fields) -> dict[str, int]:
+    resources = container.sub("resources")
+    limits = resources.quantity_map("limits")
+    requests = resources.quantity_map("requests")
+    # The API server defaults a missing request to its limit.
+    merged = {**limits, **requests}
+    return {name: resource_amount(name, amount) for name, amount in merged.items()}
+
+
+def _add(total: dict[str, int], extra: dict[str, int]) -> None:
+    for name, amount in extra.items():
+        total[name] = total.get(name, 0) + amount
+
+
+def _max_into(total: dict[str, int], other: dict[str, int]) -> None:
+    for name, amount in other.items():
+        if amount > total.get(name, 0):
+            total[name] = amount
+
+
+def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
+    """Effective requests plus the non-zero cpu/memory used for scoring."""
+    requests: dict[str, int] = {}
+    nonzero_cpu = 0
+    nonzero_memory = 0
+    for container in spec.items("containers"):
+        own = _container_requests(container)
+        _add(requests, own)
+        nonzero_cpu += own.get(CPU) or DEFAULT_MILLI_CPU_REQUEST
+        nonzero_memory += own.get(MEMORY) or DEFAULT_MEMORY_REQUEST
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for container in spec.items("initContainers"):
+        own = _container_requests(container)
+        if container.str("restartPolicy") == "Always":
+            # A sidecar runs beside everything started after it.
+            _add(requests, own)
+            _add(sidecars, own)
+            nonzero_cpu += own.get(CPU) or DEFAULT_MILLI_CPU_REQUEST
+            nonzero_memory += own.get(MEMORY) or DEFAULT_MEMORY_REQUEST
+            _max_into(init_peak, dict(sidecars))
+        else:
+            step = dict(own)
+            _add(step, sidecars)
+            _max_into(init_peak, step)
+    _max_into(requests, init_peak)
+    overhead = {
+        name: resource_amount(name, amount)
+        for name, amount in spec.quantity_map("overhead").items()
+    }
+    _add(requests, overhead)
+    nonzero_cpu = max(nonzero_cpu, init_peak.get(CPU, 0)) + overhead.get(CPU, 0)
+    nonzero_memory = max(nonzero_memory, init_peak.get(MEMORY, 0)) + overhead.get(MEMORY, 0)
+    return {k: v for k, v in requests.items() if v}, nonzero_cpu, nonzero_memory
+
+
+def _host_ports(spec: Fields) -> tuple[HostPort, ...]:
+    ports: list[HostPort] = []
+    containers = spec.items("containers") + [
+        c for c in spec.items("initContainers") if c.str("restartPolicy") == "Always"
+    ]
+    for container in containers:
+        for port in container.items("ports"):
+            host_port = port.int("hostPort")
+            if host_port <= 0:
+                continue
+            protocol = port.str("protocol") or "TCP"
+            if protocol not in ("TCP", "UDP", "SCTP"):
+                raise port.fail("protocol", f"{protocol!r} is not TCP, UDP or SCTP")
+            ports.append(HostPort(port.str("hostIP") or "0.0.0.0", protocol, host_port))
+    return tuple(ports)
+
+
+def _disk_identity(volume: Fields) -> tuple[str, ...]:
+    if volume.has("gcePersistentDisk"):
+        disk = volume.sub("gcePersistentDisk")
+        return ("gce", disk.str("pdName"), "ro" if disk.bool("readOnly") else "rw")
+    if volume.has("awsElasticBlockStore"):
+        return ("aws", volume.sub("awsElasticBlockStore").str("volumeID"))
+    if volume.has("iscsi"):
+        disk = volume.sub("iscsi")
+        return ("iscsi", disk.str("iqn"), "ro" if disk.bool("readOnly") else "rw")
+    if volume.has("rbd"):
+        disk = volume.sub("rbd")
+        monitors = ",".join(sorted(disk.str_list("monitors")))
+        pool = disk.str("pool", "rbd")
+        return ("rbd", monitors, pool, disk.str("image"), "ro" if disk.bool("readOnly") else "rw")
+    return ()
+
+
+def _volumes(spec: Fields, pod_name: str) -> tuple[PodVolume, ...]:
+    volumes = []
+    for volume in spec.items("volumes"):
+        name = volume.str("name")
+        if volume.has("persistentVolumeClaim"):
+            claim = volume.sub("persistentVolumeClaim")
+            claim_name = claim.str("claimName")
+            if not claim_name:
+                raise claim.fail("claimName", "is required")
+            volumes.append(PodVolume(name, claim_name, False, claim.bool("readOnly")))
+        elif volume.has("ephemeral"):
+            volumes.append(PodVolume(name, f"{pod_name}-{name}", True))
+        else:
+            volumes.append(PodVolume(name, disk=_disk_identity(volume)))
+    return tuple(volumes)
+
+
+def _tolerations(spec: Fields) -> tuple[Toleration, ...]:
+    tolerations = []
+    for item in spec.items("tolerations"):
+        operator = item.str("operator")
+        if operator not in ("", "Equal", "Exists"):
+            raise item.fail("operator", f"{operator!r} is not Equal or Exists")
+        effect = item.str("effect")
+        if effect and effect not in TAINT_EFFECTS:
+            raise item.fail("effect", f"{effect!r} is not one of {', '.join(TAINT_EFFECTS)}")
+        tolerations.append(Toleration(item.str("key"), operator, item.str("value"), effect))
+    return tuple(tolerations)
+
+
+def parse_pod(raw: Raw) -> Pod:
+    meta = parse_meta(raw.get("metadata"), "Pod", namespaced=True)
+    spec = Fields(raw.get("spec"), "Pod", meta.name, "spec")
+    status = Fields(raw.get("status"), "Pod", meta.name, "status")
+    requests, nonzero_cpu, nonzero_memory = _pod_requests(spec)
+    node_affinity = spec.sub("affinity").sub("nodeAffinity")
+    required: NodeSelector | None = None
+    if node_affinity.has("requiredDuringSchedulingIgnoredDuringExecution"):
+        required = parse_node_selector(
+            node_affinity.sub("requiredDuringSchedulingIgnoredDuringExecution")
+        )
+    preferred = []
+    for item in node_affinity.items("preferredDuringSchedulingIgnoredDuringExecution"):
+        weight = item.int("weight")
+        if not 1 <= weight <= 100:
+            raise item.fail("weight", "must be between 1 and 100")
+        term: NodeSelectorTerm = parse_node_selector_term(item.sub("preference"))
+        preferred.append(PreferredTerm(weight, term))
+    return Pod(
+        meta=meta,
+        scheduler_name=spec.str("schedulerName", "default-scheduler") or "default-scheduler",
+        node_name=spec.str("nodeName"),
+        priority=spec.opt_int("priority"),
+        priority_class_name=spec.str("priorityClassName"),
+        phase=status.str("phase", "Pending") or "Pending",
+        requests=requests,
+        nonzero_cpu=nonzero_cpu,
+        nonzero_memory=nonzero_memory,
+        host_ports=_host_ports(spec),
+        volumes=_volumes(spec, meta.name),
+        node_selector=spec.str_map("nodeSelector"),
+        required_affinity=required,
+        preferred_affinity=tuple(preferred),
+        tolerations=_tolerations(spec),
+    )

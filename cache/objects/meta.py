@@ -1,0 +1,86 @@
+"""Object metadata shared by every view: identity, version, labels, ownership."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cache.objects.fields import Fields
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectMeta:
+    """The parts of ``metadata`` the scheduler reads.
+
+    ``resource_version`` is an integer because the API server's versions are, and the
+    assume cache compares them numerically (upstream parses them the same way).
+    """
+
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    resource_version: int = 0
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    creation_timestamp: float = 0.0
+    deletion_timestamp: float | None = None
+    owner_references: tuple[OwnerReference, ...] = ()
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` for namespaced objects, ``name`` otherwise."""
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    def controller(self) -> OwnerReference | None:
+        for ref in self.owner_references:
+            if ref.controller:
+                return ref
+        return None
+
+
+def parse_meta(raw: object, kind: str, namespaced: bool) -> ObjectMeta:
+    meta = Fields(raw, kind, "", "metadata")
+    name = meta.str("name")
+    meta.name = name
+    if not name:
+        raise meta.fail("name", "is required")
+    namespace = meta.str("namespace", "default" if namespaced else "")
+    if not namespaced:
+        namespace = ""
+    version_text = meta.raw("resourceVersion")
+    if version_text is None or version_text == "":
+        version = 0
+    else:
+        try:
+            version = int(str(version_text))
+        except ValueError:
+            raise meta.fail("resourceVersion", f"{version_text!r} is not an integer") from None
+    owners = tuple(
+        OwnerReference(
+            api_version=ref.str("apiVersion"),
+            kind=ref.str("kind"),
+            name=ref.str("name"),
+            uid=ref.str("uid"),
+            controller=ref.bool("controller"),
+        )
+        for ref in meta.items("ownerReferences")
+    )
+    return ObjectMeta(
+        name=name,
+        namespace=namespace,
+        uid=meta.str("uid"),
+        resource_version=version,
+        labels=meta.str_map("labels"),
+        annotations=meta.str_map("annotations"),
+        creation_timestamp=meta.timestamp("creationTimestamp") or 0.0,
+        deletion_timestamp=meta.timestamp("deletionTimestamp"),
+        owner_references=owners,
+    )

@@ -1,0 +1,75 @@
+"""Which kinds volsched reads, and how each is parsed.
+
+One table, so that the snapshot loader, the watchers and the store agree on the kinds,
+whether they are namespaced, and the API group they live in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cache.objects.core import parse_node, parse_pod
+from cache.objects.fields import Raw
+from cache.objects.storage import (
+    parse_csi_driver,
+    parse_csi_node,
+    parse_csi_storage_capacity,
+    parse_persistent_volume,
+    parse_persistent_volume_claim,
+    parse_storage_class,
+)
+from cache.objects.workloads import (
+    parse_priority_class,
+    parse_replica_set,
+    parse_service,
+    parse_stateful_set,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    kind: str
+    api_version: str
+    plural: str
+    namespaced: bool
+    parse: Callable[[Raw], Any]
+
+
+KINDS: dict[str, KindInfo] = {
+    info.kind: info
+    for info in (
+        KindInfo("Node", "v1", "nodes", False, parse_node),
+        KindInfo("Pod", "v1", "pods", True, parse_pod),
+        KindInfo("PersistentVolume", "v1", "persistentvolumes", False, parse_persistent_volume),
+        KindInfo(
+            "PersistentVolumeClaim",
+            "v1",
+            "persistentvolumeclaims",
+            True,
+            parse_persistent_volume_claim,
+        ),
+        KindInfo("StorageClass", "storage.k8s.io/v1", "storageclasses", False, parse_storage_class),
+        KindInfo("CSINode", "storage.k8s.io/v1", "csinodes", False, parse_csi_node),
+        KindInfo("CSIDriver", "storage.k8s.io/v1", "csidrivers", False, parse_csi_driver),
+        KindInfo(
+            "CSIStorageCapacity",
+            "storage.k8s.io/v1",
+            "csistoragecapacities",
+            True,
+            parse_csi_storage_capacity,
+        ),
+        KindInfo("Service", "v1", "services", True, parse_service),
+        KindInfo("ReplicaSet", "apps/v1", "replicasets", True, parse_replica_set),
+        KindInfo("StatefulSet", "apps/v1", "statefulsets", True, parse_stateful_set),
+        KindInfo(
+            "PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False, parse_priority_class
+        ),
+    )
+}
+
+
+def register(info: KindInfo) -> None:
+    """Add a kind (the storage CRDs register themselves here)."""
+    KINDS[info.kind] = info

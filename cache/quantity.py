@@ -1,0 +1,89 @@
+"""Kubernetes resource quantities, parsed exactly.
+
+A quantity is a signed decimal number with an optional suffix: binary (Ki … Ei), decimal
+SI (n u m k M G T P E) or a decimal exponent (``1e3``, ``1.5E-2``).  Values are kept as
+``Fraction`` so ``0.1`` stays exact; the scheduler then rounds up the way the API machinery
+does (``Value()`` and ``MilliValue()`` round away from zero to the next integer).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+_BINARY = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+_PATTERN = re.compile(
+    r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
+    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$"
+)
+
+
+class QuantityError(ValueError):
+    """The text is not a Kubernetes quantity."""
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Parse a quantity given as YAML may give it: a string, an int or a float."""
+    if isinstance(value, bool):
+        raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise QuantityError(f"{value!r} is not a quantity")
+        return Fraction(str(value))
+    if not isinstance(value, str):
+        raise QuantityError(f"{value!r} is not a quantity")
+    text = value.strip()
+    match = _PATTERN.match(text)
+    if match is None:
+        raise QuantityError(f"{value!r} is not a quantity")
+    number = Fraction(match["number"])
+    if match["exp"]:
+        exponent = int(match["exp"][1:])
+        if abs(exponent) > 60:
+            raise QuantityError(f"{value!r} is out of range")
+        number *= Fraction(10) ** exponent
+    elif match["suffix"]:
+        suffix = match["suffix"]
+        number *= _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix]
+    return -number if match["sign"] == "-" else number
+
+
+def ceil_value(quantity: Fraction) -> int:
+    """The integer value, rounded up as ``resource.Quantity.Value()`` does."""
+    return math.ceil(quantity)
+
+
+def ceil_milli_value(quantity: Fraction) -> int:
+    """The value in thousandths, rounded up as ``resource.Quantity.MilliValue()`` does."""
+    return math.ceil(quantity * 1000)
+
+
+def format_bytes(value: int) -> str:
+    """A byte count in the largest binary unit that keeps it whole, e.g. ``10Gi``."""
+    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
+        unit = _BINARY[suffix]
+        if value and value % unit == 0:
+            return f"{value // unit}{suffix}"
+    return str(value)

@@ -1,0 +1,1 @@
+"""The extension points and the cycle runner, after kube-scheduler's framework."""

@@ -1,0 +1,68 @@
+"""One small protocol per extension point; a plugin implements only what it needs.
+
+Plugins get what they read (the cluster cache, their typed arguments) when built, and
+per cycle the pod, the cycle state and the node being judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Protocol, runtime_checkable
+
+from cache.node_info import NodeInfo
+from cache.objects.core import Pod
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import Status
+
+
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreFilterPlugin(Protocol):
+    name: str
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        """Compute per-cycle data once; may narrow the candidate nodes (None = all)."""
+
+
+@runtime_checkable
+class FilterPlugin(Protocol):
+    name: str
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        """None when the node fits; a rejection with upstream's reasons otherwise."""
+
+
+@runtime_checkable
+class PreScorePlugin(Protocol):
+    name: str
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Protocol):
+    name: str
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        """A raw score; ``normalize`` (if any) brings the scores to 0..100."""
+
+
+@runtime_checkable
+class NormalizeScorePlugin(Protocol):
+    name: str
+
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None: ...
+
+
+@runtime_checkable
+class ReservePlugin(Protocol):
+    name: str
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Record the decision in the assume layer so the next pod sees it."""
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Undo ``reserve``; must be safe to call after a partial or failed reserve."""

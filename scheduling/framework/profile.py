@@ -1,0 +1,64 @@
+"""A configured profile: the predicates in order and the weighted priorities."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from scheduling.framework.interfaces import (
+    FilterPlugin,
+    PreFilterPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Predicate:
+    policy_name: str
+    plugin: FilterPlugin
+
+
+@dataclass(frozen=True, slots=True)
+class Priority:
+    policy_name: str
+    plugin: ScorePlugin
+    weight: int
+
+
+@dataclass(slots=True)
+class Profile:
+    """What a cycle runs. Pre-filter and reserve lists are derived from the plugins.
+
+    ``percentage_of_nodes_to_score`` is kube-scheduler's knob: 0 means its adaptive
+    default (all nodes below 100, then 50 % falling to 5 % as the cluster grows).
+    """
+
+    predicates: list[Predicate]
+    priorities: list[Priority]
+    percentage_of_nodes_to_score: int = 0
+    pre_filters: list[PreFilterPlugin] = field(default_factory=list)
+    reservers: list[ReservePlugin] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        seen: set[int] = set()
+        self.pre_filters = []
+        self.reservers = []
+        plugins: list[object] = [p.plugin for p in self.predicates] + [
+            p.plugin for p in self.priorities
+        ]
+        for plugin in plugins:
+            if id(plugin) in seen:
+                continue
+            seen.add(id(plugin))
+            if isinstance(plugin, PreFilterPlugin) and plugin in [
+                p.plugin for p in self.predicates
+            ]:
+                self.pre_filters.append(plugin)
+            if isinstance(plugin, ReservePlugin):
+                self.reservers.append(plugin)
+
+    def predicate_name(self, plugin_name: str) -> str:
+        for predicate in self.predicates:
+            if predicate.plugin.name == plugin_name:
+                return predicate.policy_name
+        return plugin_name

@@ -1,0 +1,257 @@
+"""The scheduling cycle for one pod: pre-filter, filter, score, select, reserve.
+
+Serial and pure: it reads the cluster cache and, on success, leaves the decision in the
+cache's assume layer. What it returns is everything a user may ask about the decision:
+the chosen node, or upstream's "0/N nodes are available" message with the per-node
+reasons, and the weighted score of every feasible node.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import Pod
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.interfaces import NormalizeScorePlugin, PreScorePlugin
+from scheduling.framework.profile import Profile
+from scheduling.framework.status import Code, Status
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+MAX_NODE_SCORE = 100
+
+
+@dataclass(slots=True)
+class Decision:
+    """The outcome of one cycle.
+
+    ``filtered`` maps each rejected node to its reasons and ``rejected_by`` to the
+    predicate (policy name) that rejected it; ``scores`` holds the weighted totals of the
+    feasible nodes and ``score_parts`` each priority's normalized score (before weight).
+    ``error`` is set for an internal failure (SchedulerError), ``message`` whenever the
+    pod was not placed.
+    """
+
+    pod: Pod
+    node: str | None = None
+    message: str | None = None
+    error: str | None = None
+    filtered: dict[str, list[str]] = field(default_factory=dict)
+    rejected_by: dict[str, str] = field(default_factory=dict)
+    scores: dict[str, int] = field(default_factory=dict)
+    score_parts: dict[str, dict[str, int]] = field(default_factory=dict)
+    evaluated: list[str] = field(default_factory=list)
+    state: CycleState = field(default_factory=CycleState)
+    unresolvable: bool = False
+
+
+def num_feasible_nodes_to_find(percentage: int, all_nodes: int) -> int:
+    if all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return all_nodes
+    if percentage <= 0:
+        percentage = max(50 - all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    wanted = all_nodes * min(percentage, 100) // 100
+    return max(wanted, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def fit_error_message(
+    all_nodes: int, pre_filter_message: str, filtered: dict[str, list[str]]
+) -> str:
+    """Upstream's FitError text: the pre-filter message, or the sorted reason histogram."""
+    message = f"0/{all_nodes} nodes are available:"
+    if pre_filter_message:
+        return f"{message} {pre_filter_message}."
+    counts: dict[str, int] = {}
+    for reasons in filtered.values():
+        for reason in reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
+    if histogram:
+        message += " " + ", ".join(histogram) + "."
+    return message
+
+
+class Scheduler:
+    """Runs cycles of one profile over one cluster cache."""
+
+    def __init__(self, cluster: ClusterCache, profile: Profile, rng: random.Random) -> None:
+        self.cluster = cluster
+        self.profile = profile
+        self.rng = rng
+        self.next_start_node_index = 0
+
+    def schedule(self, pod: Pod) -> Decision:
+        """Decide one pod and, when a node is chosen, reserve it (assume)."""
+        decision = self.find_node(pod)
+        if decision.node is not None:
+            status = self.reserve(decision.state, pod, decision.node)
+            if not status.is_success:
+                decision.error = status.message
+                decision.message = status.message
+                decision.node = None
+                return decision
+            self.cluster.assume_pod(pod, decision.node)
+        return decision
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        done = []
+        for plugin in self.profile.reservers:
+            status = plugin.reserve(state, pod, node_name)
+            if not status.is_success:
+                for undo in reversed([*done, plugin]):
+                    undo.unreserve(state, pod, node_name)
+                return Status(
+                    Code.ERROR, (f'running Reserve plugin "{plugin.name}": {status.message}',)
+                )
+            done.append(plugin)
+        return Status(Code.SUCCESS)
+
+    def unreserve(self, decision: Decision) -> None:
+        """Roll a reserved decision back (its binding failed)."""
+        if decision.node is None:
+            return
+        for plugin in reversed(self.profile.reservers):
+            plugin.unreserve(decision.state, decision.pod, decision.node)
+        self.cluster.forget_pod(decision.pod.meta.key)
+
+    def find_node(self, pod: Pod) -> Decision:
+        decision = Decision(pod)
+        state = decision.state
+        all_nodes = self.cluster.node_list()
+        total = len(all_nodes)
+
+        allowed, pre_filter_status = self._run_pre_filters(state, pod)
+        if pre_filter_status is not None:
+            if pre_filter_status.code is Code.ERROR:
+                decision.error = pre_filter_status.message
+                decision.message = pre_filter_status.message
+            else:
+                decision.message = fit_error_message(total, pre_filter_status.message, {})
+                decision.unresolvable = (
+                    pre_filter_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                )
+            return decision
+
+        nodes = all_nodes
+        if allowed is not None:
+            names, plugins = allowed
+            absent = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
+            nodes = [info for info in all_nodes if info.name in names]
+            for info in all_nodes:
+                if info.name not in names:
+                    decision.filtered[info.name] = [absent]
+                    decision.rejected_by[info.name] = self.profile.predicate_name(
+                        sorted(plugins)[0]
+                    )
+
+        feasible = self._find_feasible(state, pod, nodes, decision)
+        if decision.error is not None:
+            return decision
+        if not feasible:
+            decision.message = fit_error_message(total, "", decision.filtered)
+            return decision
+
+        self._score(state, pod, feasible, decision)
+        decision.node = self._select_host(feasible, decision.scores)
+        return decision
+
+    def _run_pre_filters(
+        self, state: CycleState, pod: Pod
+    ) -> tuple[tuple[set[str], list[str]] | None, Status | None]:
+        names: set[str] | None = None
+        narrowing: list[str] = []
+        pending_rejection: Status | None = None
+        for plugin in self.profile.pre_filters:
+            result, status = plugin.pre_filter(state, pod)
+            if status.code is Code.SKIP:
+                state.skip_filter.add(plugin.name)
+                continue
+            if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return None, status.with_plugin(plugin.name)
+            if status.code is Code.UNSCHEDULABLE:
+                pending_rejection = status.with_plugin(plugin.name)
+                continue
+            if status.code is Code.ERROR:
+                text = f'running PreFilter plugin "{plugin.name}": {status.message}'
+                return None, Status(Code.ERROR, (text,), plugin.name)
+            if result is not None:
+                narrowing.append(plugin.name)
+                names = set(result) if names is None else names & set(result)
+                if not names:
+                    if len(narrowing) == 1:
+                        text = f"node(s) didn't satisfy plugin {narrowing[0]}"
+                    else:
+                        text = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
+                    return None, Status(Code.UNSCHEDULABLE, (text,), plugin.name)
+        if pending_rejection is not None:
+            return None, pending_rejection
+        if names is None:
+            return None, None
+        return (names, narrowing), None
+
+    def _find_feasible(
+        self, state: CycleState, pod: Pod, nodes: list[NodeInfo], decision: Decision
+    ) -> list[NodeInfo]:
+        count = len(nodes)
+        if count == 0:
+            return []
+        wanted = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
+        predicates = [p for p in self.profile.predicates if p.plugin.name not in state.skip_filter]
+        feasible: list[NodeInfo] = []
+        start = self.next_start_node_index % count
+        processed = 0
+        filtered = decision.filtered
+        rejected_by = decision.rejected_by
+        evaluated = decision.evaluated
+        for offset in range(count):
+            info = nodes[(start + offset) % count]
+            processed += 1
+            evaluated.append(info.name)
+            for predicate in predicates:
+                status = predicate.plugin.filter(state, pod, info)
+                if status is None:
+                    continue
+                if status.code is Code.ERROR:
+                    text = f'running "{predicate.plugin.name}" filter plugin: {status.message}'
+                    decision.error = text
+                    decision.message = text
+                    return []
+                filtered[info.name] = list(status.reasons)
+                rejected_by[info.name] = predicate.policy_name
+                break
+            else:
+                feasible.append(info)
+                if len(feasible) >= wanted:
+                    break
+        self.next_start_node_index = (start + processed) % count
+        return feasible
+
+    def _score(
+        self, state: CycleState, pod: Pod, feasible: list[NodeInfo], decision: Decision
+    ) -> None:
+        totals = {info.name: 0 for info in feasible}
+        parts: dict[str, dict[str, int]] = {info.name: {} for info in feasible}
+        for priority in self.profile.priorities:
+            plugin = priority.plugin
+            if isinstance(plugin, PreScorePlugin):
+                status = plugin.pre_score(state, pod, feasible)
+                if status.code is Code.SKIP:
+                    for info in feasible:
+                        parts[info.name][priority.policy_name] = 0
+                    continue
+            scores = {info.name: plugin.score(state, pod, info) for info in feasible}
+            if isinstance(plugin, NormalizeScorePlugin):
+                plugin.normalize(state, pod, scores)
+            for name, score in scores.items():
+                parts[name][priority.policy_name] = score
+                totals[name] += score * priority.weight
+        decision.scores = totals
+        decision.score_parts = parts
+
+    def _select_host(self, feasible: list[NodeInfo], totals: dict[str, int]) -> str:
+        best = max(totals.values())
+        ties = [info.name for info in feasible if totals[info.name] == best]
+        return ties[0] if len(ties) == 1 else self.rng.choice(ties)
