@@ -101,7 +101,9 @@ class ClusterCache:
             "StatefulSet": self.workload_sets,
             "PriorityClass": self.priority_classes,
         }
-        return stores.get(kind) or self.custom[kind]
+        if kind in stores:
+            return stores[kind]
+        return self.custom[kind]
 
     def get(self, kind: str, key: str) -> Any:
         if kind == "Node":

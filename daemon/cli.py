@@ -1,0 +1,161 @@
+"""``volsched``: the command line.
+
+    volsched simulate FILE... [--policy P] [--config C] [--seed N] [--now T] [-o json|table]
+    volsched explain NAMESPACE/POD FILE... [same options]
+
+Exit status 0 when the snapshot was read (pods may still be pending), 2 with one line on
+stderr for anything the user can fix (unreadable file, malformed object, bad policy or
+config).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cache.cluster import ClusterCache
+from cache.errors import ConfigError, VolschedError
+from cache.objects.fields import parse_time
+from daemon.config import Settings, load_settings
+from daemon.policy_file import load_policy_file
+from daemon.report import explain_json, explain_table, simulation_json, simulation_table
+from daemon.snapshot_files import load_snapshot
+from scheduling.framework.profile import Profile
+from scheduling.framework.runner import Scheduler
+from scheduling.policy import PolicySpec, default_policy
+from scheduling.profile_builder import PluginSet, build_profile
+from scheduling.simulation import PodOutcome, decide_all
+
+
+@dataclass(slots=True)
+class Run:
+    cluster: ClusterCache
+    profile: Profile
+    outcomes: list[PodOutcome]
+    volumes: list[dict[str, Any]]
+
+
+def _policy(args: argparse.Namespace, settings: Settings, cluster: ClusterCache) -> PolicySpec:
+    path = args.policy or settings.policy_file
+    if path:
+        return load_policy_file(path)
+    return default_policy(with_storage=bool(cluster.custom.get("StorageNode")))
+
+
+def _now(args: argparse.Namespace) -> float:
+    if args.now is None:
+        return time.time()
+    try:
+        return parse_time(args.now)
+    except ValueError as exc:
+        raise ConfigError(f"--now: {exc}") from None
+
+
+def decide_snapshot(args: argparse.Namespace) -> Run:
+    settings = load_settings(args.config)
+    cluster = load_snapshot(args.files)
+    spec = _policy(args, settings, cluster)
+    plugins = PluginSet(cluster)
+    profile = build_profile(spec, plugins, settings.percentage_of_nodes_to_score)
+    rng = random.Random(args.seed)
+    scheduler = Scheduler(cluster, profile, rng)
+    outcomes = decide_all(cluster, scheduler)
+    return Run(cluster, profile, outcomes, [])
+
+
+def _add_snapshot_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON snapshot files")
+    parser.add_argument("--policy", metavar="POLICY.json", help="scheduler Policy file")
+    parser.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
+    parser.add_argument("--seed", type=int, default=None, help="seed for breaking score ties")
+    parser.add_argument("--now", metavar="RFC3339", help="the clock for time-based rules")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("json", "table"),
+        default=None,
+        help="output format (default: table on a terminal, json otherwise)",
+    )
+
+
+def _output_format(args: argparse.Namespace) -> str:
+    if args.output:
+        return str(args.output)
+    return "table" if sys.stdout.isatty() else "json"
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    _now(args)
+    run = decide_snapshot(args)
+    if _output_format(args) == "json":
+        json.dump(simulation_json(run.outcomes, run.volumes), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(simulation_table(run.outcomes, run.volumes))
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    _now(args)
+    if "/" not in args.pod:
+        raise ConfigError(f"{args.pod}: give the pod as NAMESPACE/NAME")
+    run = decide_snapshot(args)
+    for outcome in run.outcomes:
+        if outcome.pod.meta.key == args.pod:
+            break
+    else:
+        pod = run.cluster.pods.get(args.pod)
+        if pod is None:
+            raise ConfigError(f"pod {args.pod} is not in the snapshot")
+        raise ConfigError(f"pod {args.pod} is not pending (it runs on {pod.node_name or '?'})")
+    nodes = [info.name for info in run.cluster.node_list()]
+    report = explain_json(outcome, run.profile, sorted(nodes))
+    if _output_format(args) == "json":
+        json.dump(report, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(explain_table(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="volsched",
+        description="A storage-aware Kubernetes scheduler.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    simulate = commands.add_parser(
+        "simulate", help="decide every pending pod of a snapshot and print where it goes"
+    )
+    _add_snapshot_options(simulate)
+    simulate.set_defaults(handler=cmd_simulate)
+    explain = commands.add_parser(
+        "explain", help="show, node by node, why a pod goes where it goes or stays pending"
+    )
+    explain.add_argument("pod", metavar="NAMESPACE/POD")
+    _add_snapshot_options(explain)
+    explain.set_defaults(handler=cmd_explain)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except VolschedError as exc:
+        print(f"volsched: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

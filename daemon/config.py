@@ -1,0 +1,170 @@
+"""The settings tree: one typed object, built once from the config file, the environment
+and the command line, and passed explicitly. No other module reads the environment.
+
+Every key has a default, so ``volsched run`` needs no file; a bad key or value is one
+``ConfigError`` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cache.errors import ConfigError
+from scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseSettings:
+    path: str = "./volsched.db"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpSettings:
+    address: str = "127.0.0.1:10351"
+
+
+@dataclass(frozen=True, slots=True)
+class BackoffSettings:
+    initial_seconds: float = 1.0
+    max_seconds: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    scheduler_name: str = "volsched"
+    kubeconfig: str | None = None
+    database: DatabaseSettings = field(default_factory=DatabaseSettings)
+    http: HttpSettings = field(default_factory=HttpSettings)
+    policy_file: str | None = None
+    bind_timeout_seconds: float = 600.0
+    backoff: BackoffSettings = field(default_factory=BackoffSettings)
+    parallelism: int = 16
+    percentage_of_nodes_to_score: int = 0
+    replica_scheduling: ReplicaSchedulingSettings = field(
+        default_factory=ReplicaSchedulingSettings
+    )
+    source: str = "(defaults)"
+
+
+_KEYS = {
+    "schedulerName",
+    "kubeconfig",
+    "database",
+    "http",
+    "policyFile",
+    "bindTimeoutSeconds",
+    "backoff",
+    "parallelism",
+    "percentageOfNodesToScore",
+    "replicaScheduling",
+}
+
+
+class _Reader:
+    def __init__(self, data: Mapping[str, Any], source: str, prefix: str = "") -> None:
+        self.data = data
+        self.source = source
+        self.prefix = prefix
+
+    def fail(self, key: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {self.prefix}{key}: {problem}")
+
+    def section(self, key: str, allowed: set[str]) -> _Reader:
+        value = self.data.get(key, {})
+        if value is None:
+            value = {}
+        if not isinstance(value, Mapping):
+            raise self.fail(key, "must be a mapping")
+        unknown = set(value) - allowed
+        if unknown:
+            raise self.fail(f"{key}.{sorted(unknown)[0]}", "unknown key")
+        return _Reader(value, self.source, f"{self.prefix}{key}.")
+
+    def string(self, key: str, default: str | None) -> str | None:
+        value = self.data.get(key, default)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise self.fail(key, "must be a non-empty string")
+        return value
+
+    def number(self, key: str, default: float, minimum: float, maximum: float) -> float:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(key, f"must be a number, not {value!r}")
+        if not minimum <= value <= maximum:
+            raise self.fail(key, f"must be between {minimum:g} and {maximum:g}, not {value}")
+        return float(value)
+
+    def integer(self, key: str, default: int, minimum: int, maximum: int) -> int:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"must be an integer, not {value!r}")
+        if not minimum <= value <= maximum:
+            raise self.fail(key, f"must be between {minimum} and {maximum}, not {value}")
+        return value
+
+
+def settings_from_data(
+    data: Any, source: str, environ: Mapping[str, str] | None = None
+) -> Settings:
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{source}: the config file must be a YAML mapping")
+    unknown = set(data) - _KEYS
+    if unknown:
+        raise ConfigError(f"{source}: {sorted(unknown)[0]}: unknown key")
+    env = environ if environ is not None else {}
+    read = _Reader(data, source)
+    state_directory = env.get("STATE_DIRECTORY")
+    default_db = (
+        str(Path(state_directory.split(":")[0]) / "volsched.db")
+        if state_directory
+        else DatabaseSettings.path
+    )
+    database = read.section("database", {"path"})
+    http = read.section("http", {"address"})
+    backoff = read.section("backoff", {"initialSeconds", "maxSeconds"})
+    initial = backoff.number("initialSeconds", 1.0, 0.001, 3600)
+    maximum = backoff.number("maxSeconds", 10.0, 0.001, 3600)
+    if maximum < initial:
+        raise backoff.fail("maxSeconds", "must not be smaller than initialSeconds")
+    replica_data = data.get("replicaScheduling") or {}
+    if not isinstance(replica_data, Mapping):
+        raise read.fail("replicaScheduling", "must be a mapping")
+    return Settings(
+        scheduler_name=read.string("schedulerName", "volsched") or "volsched",
+        kubeconfig=read.string("kubeconfig", None) or env.get("KUBECONFIG") or None,
+        database=DatabaseSettings(database.string("path", default_db) or default_db),
+        http=HttpSettings(http.string("address", HttpSettings.address) or HttpSettings.address),
+        policy_file=read.string("policyFile", None),
+        bind_timeout_seconds=read.number("bindTimeoutSeconds", 600.0, 1, 86400),
+        backoff=BackoffSettings(initial, maximum),
+        parallelism=read.integer("parallelism", 16, 1, 1024),
+        percentage_of_nodes_to_score=read.integer("percentageOfNodesToScore", 0, 0, 100),
+        replica_scheduling=settings_from_mapping(replica_data, f"{source}: replicaScheduling"),
+        source=source,
+    )
+
+
+def load_settings(path: str | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from a YAML file (or defaults when ``path`` is None)."""
+    env = dict(os.environ) if environ is None else dict(environ)
+    if path is None:
+        return settings_from_data({}, "(defaults)", env)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+    return settings_from_data(data, str(path), env)

@@ -1,0 +1,24 @@
+"""Reading a policy file from disk (the parsing and validation are pure, in
+``scheduling.policy``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cache.errors import ConfigError
+from scheduling.policy import PolicySpec, parse_policy
+
+
+def load_policy_file(path: str) -> PolicySpec:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    return parse_policy(data, path)

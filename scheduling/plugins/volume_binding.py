@@ -1,0 +1,169 @@
+"""VolumeBinding: CheckVolumeBinding (filter), PrioritizeVolumes (score) and the reserve
+step that assumes the chosen PVs and provisioned claims — one plugin, because the score
+and the reserve read what the filter found for each node."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import Pod
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import (
+    SKIP,
+    SUCCESS,
+    Code,
+    Status,
+    error,
+    unresolvable,
+)
+from scheduling.volumes.binder import (
+    AssumedVolumes,
+    BinderCycle,
+    PodVolumes,
+    assume_pod_volumes,
+    find_pod_volumes,
+    revert_assumed_volumes,
+)
+from scheduling.volumes.claims import (
+    ClaimProblem,
+    check_pod_claims,
+    classify_pod_claims,
+    local_volume_node_names,
+)
+from scheduling.volumes.matching import ClaimMatcher, claim_request
+from scheduling.volumes.provisioning import ProvisionerCheck, ProvisionError, capacities_by_class
+from scheduling.volumes.scoring import DEFAULT_SHAPE, ShapePoint, scale_shape, volume_score
+
+NAME = "VolumeBinding"
+REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+
+
+@dataclass(slots=True)
+class VolumeBindingState:
+    cycle: BinderCycle
+    by_node: dict[str, PodVolumes] = field(default_factory=dict)
+    details: dict[str, list[str]] = field(default_factory=dict)
+    assumed: AssumedVolumes | None = None
+
+
+class VolumeBinding:
+    name = NAME
+
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        shape: Sequence[ShapePoint] = DEFAULT_SHAPE,
+        provisioner_checks: Mapping[str, ProvisionerCheck] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.shape = scale_shape(shape)
+        self.provisioner_checks: dict[str, ProvisionerCheck] = dict(provisioner_checks or {})
+
+    # -- PreFilter -------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        try:
+            if not check_pod_claims(self.cluster, pod):
+                return None, SKIP
+            claims = classify_pod_claims(self.cluster, pod)
+        except ClaimProblem as problem:
+            return None, unresolvable(str(problem))
+        if claims.unbound_immediate:
+            return None, unresolvable(REASON_UNBOUND_IMMEDIATE)
+        delayed = sorted(claims.unbound_delayed, key=claim_request)
+        matchers = [ClaimMatcher.build(self.cluster, claim) for claim in delayed]
+        classes = {claim.class_name for claim in delayed}
+        cycle = BinderCycle(claims, matchers, capacities_by_class(self.cluster, classes))
+        state.write(NAME, VolumeBindingState(cycle))
+        return local_volume_node_names(self.cluster, claims.bound), SUCCESS
+
+    # -- Filter ----------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        data: VolumeBindingState | None = state.read(NAME)
+        if data is None:
+            return None
+        try:
+            result = find_pod_volumes(self.cluster, data.cycle, node, self.provisioner_checks)
+        except ProvisionError as problem:
+            return error(str(problem))
+        if result.reasons:
+            if result.details:
+                data.details[node.name] = result.details
+            return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, tuple(result.reasons))
+        assert result.volumes is not None
+        data.by_node[node.name] = result.volumes
+        return None
+
+    # -- Score -----------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        data: VolumeBindingState | None = state.read(NAME)
+        if data is None:
+            return 0
+        volumes = data.by_node.get(node.name)
+        if volumes is None or not volumes.static_bindings:
+            return 0
+        by_class: dict[str, tuple[int, int]] = {}
+        for binding in volumes.static_bindings:
+            requested, capacity = by_class.get(binding.pv.storage_class, (0, 0))
+            by_class[binding.pv.storage_class] = (
+                requested + claim_request(binding.claim),
+                capacity + binding.pv.capacity,
+            )
+        return volume_score(self.shape, by_class)
+
+    # -- Reserve ---------------------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        data: VolumeBindingState | None = state.read(NAME)
+        if data is None:
+            return SUCCESS
+        volumes = data.by_node.get(node_name)
+        if volumes is None:
+            return SUCCESS
+        try:
+            data.assumed = assume_pod_volumes(self.cluster, volumes, node_name)
+        except Exception as problem:  # an AssumeError: the cache moved under us
+            return error(str(problem))
+        for claim in data.assumed.provisions:
+            plan = data.assumed.plans.get(claim.key)
+            check = self._check_for(claim.class_name)
+            if plan is not None and check is not None:
+                check.commit(plan)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        data: VolumeBindingState | None = state.read(NAME)
+        if data is None or data.assumed is None:
+            return
+        for claim in data.assumed.provisions:
+            plan = data.assumed.plans.get(claim.key)
+            check = self._check_for(claim.class_name)
+            if plan is not None and check is not None:
+                check.release(plan)
+        revert_assumed_volumes(self.cluster, data.assumed)
+        data.assumed = None
+
+    def _check_for(self, class_name: str) -> ProvisionerCheck | None:
+        storage_class = self.cluster.storage_classes.get(class_name)
+        if storage_class is None:
+            return None
+        return self.provisioner_checks.get(storage_class.provisioner)
+
+
+def assumed_volumes(state: CycleState) -> AssumedVolumes | None:
+    """What the reserve step assumed for this cycle's pod (for binding and reports)."""
+    data: VolumeBindingState | None = state.read(NAME)
+    return data.assumed if data is not None else None
+
+
+def rejection_details(state: CycleState, node_name: str) -> list[str]:
+    """Extra reasons behind a node's rejection (e.g. why replicas could not be placed)."""
+    data: VolumeBindingState | None = state.read(NAME)
+    if data is None:
+        return []
+    return list(data.details.get(node_name, []))

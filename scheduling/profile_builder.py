@@ -1,0 +1,130 @@
+"""From a policy to a runnable profile: one plugin instance per rule, shared where a
+score reads what a filter found (VolumeBinding) or where upstream keeps one plugin for
+both points (NodeAffinity, TaintToleration)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cache.cluster import ClusterCache
+from scheduling.framework.interfaces import FilterPlugin, ScorePlugin
+from scheduling.framework.profile import Predicate, Priority, Profile
+from scheduling.plugins.csi_limits import CSILimits
+from scheduling.plugins.equal_priority import EqualPriority
+from scheduling.plugins.node_affinity import NodeAffinity
+from scheduling.plugins.node_label import NodeLabelPreference, NodeLabelPresence
+from scheduling.plugins.node_name import NodeName
+from scheduling.plugins.node_ports import NodePorts
+from scheduling.plugins.node_resources import BalancedAllocation, LeastAllocated, NodeResourcesFit
+from scheduling.plugins.node_unschedulable import NodeUnschedulable
+from scheduling.plugins.selector_spread import SelectorSpread
+from scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
+from scheduling.plugins.taint_toleration import TaintToleration
+from scheduling.plugins.volume_binding import VolumeBinding
+from scheduling.plugins.volume_restrictions import VolumeRestrictions
+from scheduling.plugins.volume_zone import VolumeZone
+from scheduling.policy import PolicySpec
+from scheduling.volumes.provisioning import ProvisionerCheck
+from scheduling.volumes.scoring import DEFAULT_SHAPE, ShapePoint
+
+
+class PluginSet:
+    """Builds plugins on demand and hands out the same instance for the same rule."""
+
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        provisioner_checks: Mapping[str, ProvisionerCheck] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.provisioner_checks = dict(provisioner_checks or {})
+        self._shared: dict[str, Any] = dict(extra or {})
+        self.volume_shape: tuple[ShapePoint, ...] = DEFAULT_SHAPE
+
+    def shared(self, key: str, factory: Any) -> Any:
+        if key not in self._shared:
+            self._shared[key] = factory()
+        return self._shared[key]
+
+    def volume_binding(self) -> VolumeBinding:
+        plugin: VolumeBinding = self.shared(
+            "VolumeBinding",
+            lambda: VolumeBinding(self.cluster, self.volume_shape, self.provisioner_checks),
+        )
+        return plugin
+
+    def predicate(self, kind: str, argument: Mapping[str, Any]) -> FilterPlugin:
+        cluster = self.cluster
+        builders: dict[str, Any] = {
+            "PodFitsHostPorts": lambda: self.shared("NodePorts", lambda: NodePorts(cluster)),
+            "PodFitsResources": lambda: self.shared(
+                "NodeResourcesFit", lambda: NodeResourcesFit(cluster)
+            ),
+            "NoDiskConflict": lambda: self.shared(
+                "VolumeRestrictions", lambda: VolumeRestrictions(cluster)
+            ),
+            "MatchNodeSelector": lambda: self.shared("NodeAffinity", lambda: NodeAffinity(cluster)),
+            "HostName": lambda: self.shared("NodeName", lambda: NodeName(cluster)),
+            "CheckNodeUnschedulable": lambda: self.shared(
+                "NodeUnschedulable", lambda: NodeUnschedulable(cluster)
+            ),
+            "PodToleratesNodeTaints": lambda: self.shared(
+                "TaintToleration", lambda: TaintToleration(cluster)
+            ),
+            "CheckVolumeBinding": self.volume_binding,
+            "NoVolumeZoneConflict": lambda: self.shared("VolumeZone", lambda: VolumeZone(cluster)),
+            "MaxCSIVolumeCountPred": lambda: self.shared("CSILimits", lambda: CSILimits(cluster)),
+            "serviceAffinity": lambda: ServiceAffinity(cluster, tuple(argument["labels"])),
+            "labelsPresence": lambda: NodeLabelPresence(
+                cluster, tuple(argument["labels"]), bool(argument["presence"])
+            ),
+        }
+        if kind in self._shared:
+            return self._shared[kind]  # type: ignore[no-any-return]
+        plugin: FilterPlugin = builders[kind]()
+        return plugin
+
+    def priority(self, kind: str, argument: Mapping[str, Any]) -> ScorePlugin:
+        cluster = self.cluster
+        builders: dict[str, Any] = {
+            "LeastRequestedPriority": lambda: LeastAllocated(cluster),
+            "BalancedResourceAllocation": lambda: BalancedAllocation(cluster),
+            "SelectorSpreadPriority": lambda: SelectorSpread(cluster),
+            "EqualPriority": lambda: EqualPriority(cluster),
+            "NodeAffinityPriority": lambda: self.shared(
+                "NodeAffinity", lambda: NodeAffinity(cluster)
+            ),
+            "TaintTolerationPriority": lambda: self.shared(
+                "TaintToleration", lambda: TaintToleration(cluster)
+            ),
+            "PrioritizeVolumes": self.volume_binding,
+            "serviceAntiAffinity": lambda: ServiceAntiAffinity(cluster, str(argument["label"])),
+            "labelPreference": lambda: NodeLabelPreference(
+                cluster, str(argument["label"]), bool(argument["presence"])
+            ),
+        }
+        if kind in self._shared and kind not in builders:
+            return self._shared[kind]  # type: ignore[no-any-return]
+        plugin: ScorePlugin = builders[kind]()
+        return plugin
+
+
+def build_profile(
+    spec: PolicySpec,
+    plugins: PluginSet,
+    percentage_of_nodes_to_score: int = 0,
+) -> Profile:
+    for priority in spec.priorities:
+        if priority.kind == "PrioritizeVolumes" and "shape" in priority.argument:
+            plugins.volume_shape = tuple(
+                ShapePoint(utilization, score) for utilization, score in priority.argument["shape"]
+            )
+    predicates = [
+        Predicate(p.name, plugins.predicate(p.kind, p.argument)) for p in spec.predicates
+    ]
+    priorities = [
+        Priority(p.name, plugins.priority(p.kind, p.argument), p.weight) for p in spec.priorities
+    ]
+    return Profile(predicates, priorities, percentage_of_nodes_to_score)

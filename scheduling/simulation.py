@@ -1,0 +1,60 @@
+"""Deciding every pending pod of a snapshot, in queue order, each decision assumed before
+the next: what ``volsched simulate`` and ``volsched explain`` show."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cache.cluster import ClusterCache
+from cache.objects.core import Pod
+from scheduling.framework.runner import Decision, Scheduler
+from scheduling.plugins.volume_binding import assumed_volumes
+from scheduling.queue_order import in_queue_order
+
+
+@dataclass(slots=True)
+class PodOutcome:
+    decision: Decision
+    volumes: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def pod(self) -> Pod:
+        return self.decision.pod
+
+
+def claim_outcomes(decision: Decision) -> dict[str, dict[str, Any]]:
+    """The claims this decision binds statically or provisions, by claim name."""
+    assumed = assumed_volumes(decision.state)
+    if assumed is None:
+        return {}
+    result: dict[str, dict[str, Any]] = {}
+    for binding in assumed.bindings:
+        result[binding.claim.name] = {"volume": binding.pv.meta.name}
+    for claim in assumed.provisions:
+        entry: dict[str, Any] = {"provision": True}
+        plan = assumed.plans.get(claim.key)
+        describe = getattr(plan, "describe", None)
+        if callable(describe):
+            entry.update(describe())
+        result[claim.name] = entry
+    return dict(sorted(result.items()))
+
+
+def pending_pods(cluster: ClusterCache, scheduler_name: str | None) -> list[Pod]:
+    pods = [
+        pod
+        for pod in cluster.pending.values()
+        if scheduler_name is None or pod.scheduler_name == scheduler_name
+    ]
+    return in_queue_order(cluster, pods)
+
+
+def decide_all(
+    cluster: ClusterCache, scheduler: Scheduler, scheduler_name: str | None = None
+) -> list[PodOutcome]:
+    outcomes = []
+    for pod in pending_pods(cluster, scheduler_name):
+        decision = scheduler.schedule(pod)
+        outcomes.append(PodOutcome(decision, claim_outcomes(decision)))
+    return outcomes

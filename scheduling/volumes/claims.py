@@ -1,0 +1,118 @@
+"""Sorting a pod's claims the way the VolumeBinding plugin's PreFilter does.
+
+A claim is *fully bound* when ``spec.volumeName`` is set and the PV controller has added
+``pv.kubernetes.io/bind-completed``; anything else is unbound, and an unbound claim is
+the scheduler's to bind only when its class waits for the first consumer and no volume is
+named yet. Everything else is "unbound immediate": the PV controller's job, so the pod
+waits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from cache.cluster import ClusterCache
+from cache.objects.core import Pod
+from cache.objects.storage import PersistentVolumeClaim
+
+
+class ClaimProblem(Exception):
+    """A claim makes the pod unschedulable before any node is looked at."""
+
+
+@dataclass(slots=True)
+class PodVolumeClaims:
+    bound: list[PersistentVolumeClaim] = field(default_factory=list)
+    unbound_delayed: list[PersistentVolumeClaim] = field(default_factory=list)
+    unbound_immediate: list[PersistentVolumeClaim] = field(default_factory=list)
+
+
+def _is_owned_by(pod: Pod, claim: PersistentVolumeClaim) -> bool:
+    controller = claim.meta.controller()
+    return controller is not None and controller.kind == "Pod" and controller.uid == pod.meta.uid
+
+
+def check_pod_claims(cluster: ClusterCache, pod: Pod) -> bool:
+    """Upstream's podHasPVCs: True when the pod uses claims; raises for a bad claim.
+
+    Messages are upstream's, so operators can search them.
+    """
+    has_claims = False
+    for volume in pod.volumes:
+        if not volume.claim_name:
+            continue
+        has_claims = True
+        claim = cluster.pvcs.get_api(f"{pod.namespace}/{volume.claim_name}")
+        if claim is None:
+            if volume.ephemeral:
+                raise ClaimProblem(
+                    "waiting for ephemeral volume controller to create the "
+                    f'persistentvolumeclaim "{volume.claim_name}"'
+                )
+            raise ClaimProblem(f'persistentvolumeclaim "{volume.claim_name}" not found')
+        if claim.phase == "Lost":
+            raise ClaimProblem(
+                f'persistentvolumeclaim "{claim.name}" bound to non-existent '
+                f'persistentvolume "{claim.volume_name}"'
+            )
+        if claim.meta.deletion_timestamp is not None:
+            raise ClaimProblem(f'persistentvolumeclaim "{claim.name}" is being deleted')
+        if volume.ephemeral and not _is_owned_by(pod, claim):
+            raise ClaimProblem(
+                f"PVC {claim.namespace}/{claim.name} was not created for pod "
+                f"{pod.namespace}/{pod.name} (pod is not owner)"
+            )
+    return has_claims
+
+
+def classify_pod_claims(cluster: ClusterCache, pod: Pod) -> PodVolumeClaims:
+    """Split the pod's claims into bound, unbound-delayed and unbound-immediate."""
+    result = PodVolumeClaims()
+    for volume in pod.volumes:
+        if not volume.claim_name:
+            continue
+        claim = cluster.pvcs.get(f"{pod.namespace}/{volume.claim_name}")
+        if claim is None:
+            raise ClaimProblem(
+                f'error getting PVC "{pod.namespace}/{volume.claim_name}": not found'
+            )
+        if claim.fully_bound:
+            result.bound.append(claim)
+            continue
+        storage_class = cluster.storage_classes.get(claim.class_name) if claim.class_name else None
+        delayed = storage_class is not None and storage_class.wait_for_first_consumer
+        if delayed and not claim.volume_name:
+            result.unbound_delayed.append(claim)
+        else:
+            # Pre-bound claims (volumeName set, not yet completed) count as immediate.
+            result.unbound_immediate.append(claim)
+    return result
+
+
+def local_volume_node_names(
+    cluster: ClusterCache, claims: list[PersistentVolumeClaim]
+) -> set[str] | None:
+    """Upstream's GetEligibleNodes: nodes named by the bound PVs' hostname affinity.
+
+    Each PV contributes the union over its terms of the intersection of that term's
+    ``kubernetes.io/hostname In`` values; PVs intersect. None means "no narrowing" (no
+    such PV, or a PV could not be found).
+    """
+    eligible: set[str] | None = None
+    for claim in claims:
+        pv = cluster.pvs.get(claim.volume_name)
+        if pv is None:
+            return None
+        if pv.node_affinity is None:
+            continue
+        names: set[str] = set()
+        for term in pv.node_affinity.terms:
+            term_nodes: set[str] | None = None
+            for requirement in term.match_expressions:
+                if requirement.key == "kubernetes.io/hostname" and requirement.operator == "In":
+                    values = set(requirement.values)
+                    term_nodes = values if term_nodes is None else term_nodes & values
+            names |= term_nodes or set()
+        if names:
+            eligible = names if eligible is None else eligible & names
+    return eligible

@@ -1,0 +1,108 @@
+"""Finding the PV for an unbound WaitForFirstConsumer claim on one node.
+
+The rules are upstream's FindMatchingVolume, in its order:
+
+- a PV pre-bound to the claim (claimRef names it, uid matching when set) that is large
+  enough, of the claim's volume mode and not being deleted wins if the node satisfies its
+  node affinity — and if it does not, the claim has no PV on this node (it blocks);
+- otherwise the smallest PV that is unclaimed, large enough, of the same volume mode,
+  not being deleted, phase Available, matching the claim's selector and class, reachable
+  from the node and offering every access mode the claim asks for;
+- a PV already chosen for another claim of the same pod is skipped.
+
+Candidates come from the PV index (PVs whose node affinity names the node, per class)
+plus a per-cycle list of the class's PVs without node affinity, pre-filtered and sorted
+once, so the cost per node follows the PVs that node can reach.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.storage import PersistentVolume, PersistentVolumeClaim
+
+
+def claim_request(claim: PersistentVolumeClaim) -> int:
+    return claim.request or 0
+
+
+def _fits_basics(pv: PersistentVolume, claim: PersistentVolumeClaim, request: int) -> bool:
+    """Size, volume mode and deletion: checked before anything else, pre-bound or not."""
+    return (
+        pv.capacity >= request
+        and pv.volume_mode == claim.volume_mode
+        and pv.meta.deletion_timestamp is None
+    )
+
+
+def _fits_unclaimed(pv: PersistentVolume, claim: PersistentVolumeClaim, request: int) -> bool:
+    if pv.claim_ref is not None or not _fits_basics(pv, claim, request):
+        return False
+    if pv.phase != "Available":
+        return False
+    if claim.selector is not None and not claim.selector.matches(pv.meta.labels):
+        return False
+    if pv.storage_class != claim.class_name:
+        return False
+    return claim.access_modes <= pv.access_modes
+
+
+@dataclass(slots=True)
+class ClaimMatcher:
+    """Everything about one claim that does not depend on the node, computed once."""
+
+    claim: PersistentVolumeClaim
+    request: int
+    prebound: list[PersistentVolume]
+    anywhere: list[PersistentVolume]
+
+    @classmethod
+    def build(cls, cluster: ClusterCache, claim: PersistentVolumeClaim) -> ClaimMatcher:
+        request = claim_request(claim)
+        class_name = claim.class_name
+        prebound = []
+        for name in sorted(cluster.pvs_prebound_to(claim.key)):
+            pv = cluster.pvs.get(name)
+            if pv is not None and pv.storage_class == class_name and pv.is_bound_to(claim):
+                prebound.append(pv)
+        anywhere = []
+        for name in cluster.pv_index.anywhere(class_name):
+            pv = cluster.pvs.get(name)
+            if pv is not None and _fits_unclaimed(pv, claim, request):
+                anywhere.append(pv)
+        anywhere.sort(key=lambda pv: (pv.capacity, pv.meta.name))
+        return cls(claim, request, prebound, anywhere)
+
+    def find(
+        self, cluster: ClusterCache, node: NodeInfo, chosen: set[str]
+    ) -> PersistentVolume | None:
+        claim = self.claim
+        request = self.request
+        labels = node.node.meta.labels
+        node_name = node.name
+        for pv in self.prebound:
+            if pv.meta.name in chosen or not _fits_basics(pv, claim, request):
+                continue
+            affinity = pv.node_affinity
+            if affinity is None or affinity.matches(labels, node_name):
+                return pv
+            return None
+        best: PersistentVolume | None = None
+        pvs = cluster.pvs
+        for name in cluster.pv_index.on_node(node_name, claim.class_name):
+            if name in chosen:
+                continue
+            pv = pvs.get(name)
+            if pv is None or not _fits_unclaimed(pv, claim, request):
+                continue
+            if best is None or (pv.capacity, pv.meta.name) < (best.capacity, best.meta.name):
+                best = pv
+        for pv in self.anywhere:
+            if pv.meta.name in chosen:
+                continue
+            if best is None or (pv.capacity, pv.meta.name) < (best.capacity, best.meta.name):
+                best = pv
+            break
+        return best
