@@ -19,14 +19,18 @@ from cache.errors import ConfigError
 from scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
 
 
+DEFAULT_DATABASE_PATH = "./volsched.db"
+DEFAULT_HTTP_ADDRESS = "127.0.0.1:10351"
+
+
 @dataclass(frozen=True, slots=True)
 class DatabaseSettings:
-    path: str = "./volsched.db"
+    path: str = DEFAULT_DATABASE_PATH
 
 
 @dataclass(frozen=True, slots=True)
 class HttpSettings:
-    address: str = "127.0.0.1:10351"
+    address: str = DEFAULT_HTTP_ADDRESS
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +50,7 @@ class Settings:
     backoff: BackoffSettings = field(default_factory=BackoffSettings)
     parallelism: int = 16
     percentage_of_nodes_to_score: int = 0
-    replica_scheduling: ReplicaSchedulingSettings = field(
-        default_factory=ReplicaSchedulingSettings
-    )
+    replica_scheduling: ReplicaSchedulingSettings = field(default_factory=ReplicaSchedulingSettings)
     source: str = "(defaults)"
 
 
@@ -125,7 +127,7 @@ def settings_from_data(
     default_db = (
         str(Path(state_directory.split(":")[0]) / "volsched.db")
         if state_directory
-        else DatabaseSettings.path
+        else DEFAULT_DATABASE_PATH
     )
     database = read.section("database", {"path"})
     http = read.section("http", {"address"})
@@ -141,7 +143,7 @@ def settings_from_data(
         scheduler_name=read.string("schedulerName", "volsched") or "volsched",
         kubeconfig=read.string("kubeconfig", None) or env.get("KUBECONFIG") or None,
         database=DatabaseSettings(database.string("path", default_db) or default_db),
-        http=HttpSettings(http.string("address", HttpSettings.address) or HttpSettings.address),
+        http=HttpSettings(http.string("address", DEFAULT_HTTP_ADDRESS) or DEFAULT_HTTP_ADDRESS),
         policy_file=read.string("policyFile", None),
         bind_timeout_seconds=read.number("bindTimeoutSeconds", 600.0, 1, 86400),
         backoff=BackoffSettings(initial, maximum),

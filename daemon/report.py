@@ -55,7 +55,9 @@ def simulation_table(outcomes: list[PodOutcome], volumes: list[dict[str, Any]]) 
         decision = outcome.decision
         if decision.node is not None:
             score = str(decision.scores.get(decision.node, ""))
-            rows.append([decision.pod.meta.key, decision.node, score, _volume_text(outcome.volumes)])
+            rows.append(
+                [decision.pod.meta.key, decision.node, score, _volume_text(outcome.volumes)]
+            )
         else:
             rows.append([decision.pod.meta.key, "<pending>", "", decision.message or ""])
     text = _table(rows) if outcomes else "No pending pods."

@@ -41,6 +41,7 @@ class Profile:
 
     def __post_init__(self) -> None:
         seen: set[int] = set()
+        filters = {id(p.plugin) for p in self.predicates}
         self.pre_filters = []
         self.reservers = []
         plugins: list[object] = [p.plugin for p in self.predicates] + [
@@ -50,9 +51,7 @@ class Profile:
             if id(plugin) in seen:
                 continue
             seen.add(id(plugin))
-            if isinstance(plugin, PreFilterPlugin) and plugin in [
-                p.plugin for p in self.predicates
-            ]:
+            if isinstance(plugin, PreFilterPlugin) and id(plugin) in filters:
                 self.pre_filters.append(plugin)
             if isinstance(plugin, ReservePlugin):
                 self.reservers.append(plugin)

@@ -15,7 +15,7 @@ from cache.cluster import ClusterCache
 from cache.node_info import NodeInfo
 from cache.objects.core import Pod
 from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.interfaces import NormalizeScorePlugin, PreScorePlugin
+from scheduling.framework.interfaces import NormalizeScorePlugin, PreScorePlugin, ReservePlugin
 from scheduling.framework.profile import Profile
 from scheduling.framework.status import Code, Status
 
@@ -97,7 +97,7 @@ class Scheduler:
         return decision
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
-        done = []
+        done: list[ReservePlugin] = []
         for plugin in self.profile.reservers:
             status = plugin.reserve(state, pod, node_name)
             if not status.is_success:

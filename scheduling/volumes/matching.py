@@ -94,15 +94,18 @@ class ClaimMatcher:
         for name in cluster.pv_index.on_node(node_name, claim.class_name):
             if name in chosen:
                 continue
-            pv = pvs.get(name)
-            if pv is None or not _fits_unclaimed(pv, claim, request):
+            candidate = pvs.get(name)
+            if candidate is None or not _fits_unclaimed(candidate, claim, request):
                 continue
-            if best is None or (pv.capacity, pv.meta.name) < (best.capacity, best.meta.name):
-                best = pv
-        for pv in self.anywhere:
-            if pv.meta.name in chosen:
+            if best is None or (candidate.capacity, candidate.meta.name) < (
+                best.capacity,
+                best.meta.name,
+            ):
+                best = candidate
+        for spare in self.anywhere:
+            if spare.meta.name in chosen:
                 continue
-            if best is None or (pv.capacity, pv.meta.name) < (best.capacity, best.meta.name):
-                best = pv
+            if best is None or (spare.capacity, spare.meta.name) < (best.capacity, best.meta.name):
+                best = spare
             break
         return best

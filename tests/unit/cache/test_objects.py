@@ -1,0 +1,112 @@
+"""Parsing raw objects: the API server's defaults, the pod's effective requests, and one
+clear error naming the field for anything malformed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cache.errors import ObjectError
+from cache.objects.registry import KINDS
+from tests.support import node, pod, pv, pvc, storage_class
+
+
+def parse(raw: dict[str, Any]) -> Any:
+    return KINDS[raw["kind"]].parse(raw)
+
+
+def test_pod_requests_follow_the_init_container_max_rule_sidecars_and_overhead() -> None:
+    raw = pod("p", cpu="500m", memory="1Gi")
+    raw["spec"]["initContainers"] = [
+        {"name": "init", "resources": {"requests": {"cpu": "2", "memory": "100Mi"}}},
+        {
+            "name": "sidecar",
+            "restartPolicy": "Always",
+            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+        },
+    ]
+    raw["spec"]["overhead"] = {"cpu": "10m"}
+    view = parse(raw)
+    # containers 500m + sidecar 100m = 600m; init peak 2000m (before the sidecar); + 10m
+    assert view.requests["cpu"] == 2010
+    assert view.requests["memory"] == 2**30 + 64 * 2**20
+
+
+def test_limits_stand_in_for_missing_requests() -> None:
+    raw = pod("p")
+    raw["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1", "nvidia.com/gpu": "2"}}
+    view = parse(raw)
+    assert view.requests == {"cpu": 1000, "nvidia.com/gpu": 2}
+
+
+def test_nonzero_requests_for_scoring() -> None:
+    view = parse(pod("p"))
+    assert (view.nonzero_cpu, view.nonzero_memory) == (100, 200 * 2**20)
+
+
+def test_defaults_applied() -> None:
+    assert parse(storage_class("s", mode=None)).binding_mode == "Immediate"  # type: ignore[arg-type]
+    volume = parse(pv("v", "1Gi"))
+    assert volume.volume_mode == "Filesystem"
+    claim = parse(pvc("c", storage_class=None))
+    assert claim.storage_class is None and claim.volume_mode == "Filesystem"
+
+
+def test_beta_storage_class_annotation_wins() -> None:
+    raw = pvc("c", storage_class="spec-class")
+    raw["metadata"]["annotations"] = {"volume.beta.kubernetes.io/storage-class": "beta-class"}
+    assert parse(raw).storage_class == "beta-class"
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "problem"),
+    [
+        (node("n", cpu="four"), "status.allocatable.cpu", "is not a quantity"),
+        (pv("v", "ten"), "spec.capacity.storage", "is not a quantity"),
+        (pvc("c", request="-1Gi"), "spec.resources.requests.storage", "must not be negative"),
+        (
+            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": "x"}},
+            "spec.containers",
+            "must be a list",
+        ),
+        (
+            {"kind": "Node", "metadata": {"name": "n", "labels": {"a": 1}}},
+            "metadata.labels.a",
+            "must be a string",
+        ),
+        ({"kind": "Node", "metadata": {}}, "metadata.name", "is required"),
+        (
+            {"kind": "StorageClass", "metadata": {"name": "s"}, "provisioner": "x", "volumeBindingMode": "Later"},
+            "volumeBindingMode",
+            "is not Immediate or WaitForFirstConsumer",
+        ),
+        (
+            {
+                "kind": "Pod",
+                "metadata": {"name": "p"},
+                "spec": {
+                    "containers": [],
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {"matchExpressions": [{"key": "a", "operator": "Near"}]}
+                                ]
+                            }
+                        }
+                    },
+                },
+            },
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms[0].matchExpressions[0].operator",
+            "is not one of",
+        ),
+    ],
+)
+def test_malformed_objects_name_the_field(raw: dict[str, Any], field: str, problem: str) -> None:
+    with pytest.raises(ObjectError) as caught:
+        parse(raw)
+    assert caught.value.field == field
+    assert problem in str(caught.value)
+    assert raw["kind"] in str(caught.value)
