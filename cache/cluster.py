@@ -13,12 +13,14 @@ StorageClass, the PVs pre-bound to a claim.
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from collections.abc import Iterator
 from typing import Any
 
 from cache.assumed import AssumeCache
 from cache.node_info import NodeInfo
 from cache.objects.core import Node, Pod
+from cache.objects.replicated import Replica
 from cache.objects.storage import (
     CSIDriver,
     CSINode,
@@ -43,6 +45,20 @@ def zone_key(labels: dict[str, str]) -> str:
     return f"{region}:\x00:{zone}"
 
 
+@dataclass(frozen=True, slots=True)
+class AssumedReplica:
+    """A replica placement this scheduler decided and the storage agent has not created.
+
+    ``synced`` is true for the replicas of a brand-new (empty) volume and false for a new
+    copy of a volume that holds data, which must rebuild before it can serve.
+    """
+
+    volume: str
+    node: str
+    disk: str
+    synced: bool
+
+
 class ClusterCache:
     """Informer objects plus assumed changes, with the indexes scheduling needs."""
 
@@ -63,8 +79,13 @@ class ClusterCache:
         self.workload_sets: dict[tuple[str, str], WorkloadSet] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.custom: dict[str, dict[str, Any]] = defaultdict(dict)
+        self.replicas_by_volume: dict[str, dict[str, Replica]] = defaultdict(dict)
+        self.assumed_replicas: dict[str, list[AssumedReplica]] = defaultdict(list)
         self._node_order: list[NodeInfo] | None = None
         self.generation = 0
+        # Bumped when anything the replica scheduler reads changes (nodes, storage
+        # nodes, replicas), so its derived view is rebuilt only then.
+        self.storage_generation = 0
 
     # -- ingestion -------------------------------------------------------------------
 
@@ -132,7 +153,42 @@ class ClusterCache:
             return (w for (k, _), w in self.workload_sets.items() if k == kind)
         return iter(self._simple_store(kind).values())
 
+    def _upsert_Replica(self, replica: Replica) -> None:
+        self.storage_generation += 1
+        old = self.custom["Replica"].get(replica.meta.name)
+        if old is not None and old.volume_name != replica.volume_name:
+            self.replicas_by_volume[old.volume_name].pop(old.meta.name, None)
+        self.custom["Replica"][replica.meta.name] = replica
+        self.replicas_by_volume[replica.volume_name][replica.meta.name] = replica
+
+    def _delete_Replica(self, name: str) -> None:
+        self.storage_generation += 1
+        old = self.custom["Replica"].pop(name, None)
+        if old is not None:
+            self.replicas_by_volume[old.volume_name].pop(name, None)
+
+    def _upsert_StorageNode(self, storage_node: Any) -> None:
+        self.storage_generation += 1
+        self.custom["StorageNode"][storage_node.meta.name] = storage_node
+
+    def _delete_StorageNode(self, name: str) -> None:
+        self.storage_generation += 1
+        self.custom["StorageNode"].pop(name, None)
+
+    def assume_replicas(self, placements: list[AssumedReplica]) -> None:
+        for placement in placements:
+            self.assumed_replicas[placement.volume].append(placement)
+        self.generation += 1
+
+    def forget_replicas(self, placements: list[AssumedReplica]) -> None:
+        for placement in placements:
+            held = self.assumed_replicas.get(placement.volume)
+            if held and placement in held:
+                held.remove(placement)
+        self.generation += 1
+
     def _upsert_Node(self, node: Node) -> None:
+        self.storage_generation += 1
         info = self.nodes.get(node.meta.name)
         if info is None:
             info = NodeInfo(node)
@@ -148,6 +204,7 @@ class ClusterCache:
         self.pv_index.upsert_node(node.meta.name, node.meta.labels)
 
     def _delete_Node(self, name: str) -> None:
+        self.storage_generation += 1
         if self.nodes.pop(name, None) is not None:
             self._node_order = None
         self.pv_index.delete_node(name)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 import time
@@ -30,7 +31,12 @@ from scheduling.framework.profile import Profile
 from scheduling.framework.runner import Scheduler
 from scheduling.policy import PolicySpec, default_policy
 from scheduling.profile_builder import PluginSet, build_profile
-from scheduling.simulation import PodOutcome, decide_all
+from scheduling.simulation import PodOutcome, simulate
+from scheduling.storage_placement import (
+    REPLICATED_PROVISIONER,
+    ReplicaContext,
+    ReplicatedProvisioner,
+)
 
 
 @dataclass(slots=True)
@@ -58,15 +64,16 @@ def _now(args: argparse.Namespace) -> float:
 
 
 def decide_snapshot(args: argparse.Namespace) -> Run:
+    now = _now(args)
     settings = load_settings(args.config)
     cluster = load_snapshot(args.files)
     spec = _policy(args, settings, cluster)
-    plugins = PluginSet(cluster)
+    replicas = ReplicaContext(cluster, settings.replica_scheduling, clock=lambda: now)
+    plugins = PluginSet(cluster, {REPLICATED_PROVISIONER: ReplicatedProvisioner(replicas)})
     profile = build_profile(spec, plugins, settings.percentage_of_nodes_to_score)
-    rng = random.Random(args.seed)
-    scheduler = Scheduler(cluster, profile, rng)
-    outcomes = decide_all(cluster, scheduler)
-    return Run(cluster, profile, outcomes, [])
+    scheduler = Scheduler(cluster, profile, random.Random(args.seed))
+    result = simulate(cluster, scheduler, replicas)
+    return Run(cluster, profile, result.pods, result.volumes)
 
 
 def _add_snapshot_options(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +98,6 @@ def _output_format(args: argparse.Namespace) -> str:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    _now(args)
     run = decide_snapshot(args)
     if _output_format(args) == "json":
         json.dump(simulation_json(run.outcomes, run.volumes), sys.stdout, indent=2)
@@ -102,7 +108,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    _now(args)
     if "/" not in args.pod:
         raise ConfigError(f"{args.pod}: give the pod as NAMESPACE/NAME")
     run = decide_snapshot(args)
@@ -154,6 +159,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (``volsched simulate … | head``): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     return status
 
 

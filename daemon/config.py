@@ -18,7 +18,6 @@ import yaml
 from cache.errors import ConfigError
 from scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
 
-
 DEFAULT_DATABASE_PATH = "./volsched.db"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:10351"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from scheduling.framework.profile import Profile
-from scheduling.simulation import PodOutcome
 from scheduling.plugins.volume_binding import rejection_details
+from scheduling.simulation import PodOutcome
 
 
 def pod_json(outcome: PodOutcome) -> dict[str, Any]:

@@ -57,7 +57,8 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
             yield where, document
 
 
-def load_snapshot(paths: Sequence[str | Path], warnings: TextIO = sys.stderr) -> ClusterCache:
+def load_snapshot(paths: Sequence[str | Path], warnings: TextIO | None = None) -> ClusterCache:
+    out = warnings if warnings is not None else sys.stderr
     cluster = ClusterCache()
     seen: dict[tuple[str, str], str] = {}
     claims: list[tuple[str, PersistentVolumeClaim]] = []
@@ -68,7 +69,7 @@ def load_snapshot(paths: Sequence[str | Path], warnings: TextIO = sys.stderr) ->
                 raise ConfigError(f"{where}: kind is required")
             info = KINDS.get(kind)
             if info is None:
-                print(f"volsched: {where}: ignoring unknown kind {kind}", file=warnings)
+                print(f"volsched: {where}: ignoring unknown kind {kind}", file=out)
                 continue
             try:
                 obj = info.parse(raw)

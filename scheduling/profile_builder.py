@@ -20,6 +20,7 @@ from scheduling.plugins.node_resources import BalancedAllocation, LeastAllocated
 from scheduling.plugins.node_unschedulable import NodeUnschedulable
 from scheduling.plugins.selector_spread import SelectorSpread
 from scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
+from scheduling.plugins.storage_locality import StorageNodeReady, VolumeLocality
 from scheduling.plugins.taint_toleration import TaintToleration
 from scheduling.plugins.volume_binding import VolumeBinding
 from scheduling.plugins.volume_restrictions import VolumeRestrictions
@@ -36,11 +37,10 @@ class PluginSet:
         self,
         cluster: ClusterCache,
         provisioner_checks: Mapping[str, ProvisionerCheck] | None = None,
-        extra: Mapping[str, Any] | None = None,
     ) -> None:
         self.cluster = cluster
         self.provisioner_checks = dict(provisioner_checks or {})
-        self._shared: dict[str, Any] = dict(extra or {})
+        self._shared: dict[str, Any] = {}
         self.volume_shape: tuple[ShapePoint, ...] = DEFAULT_SHAPE
 
     def shared(self, key: str, factory: Any) -> Any:
@@ -76,13 +76,17 @@ class PluginSet:
             "CheckVolumeBinding": self.volume_binding,
             "NoVolumeZoneConflict": lambda: self.shared("VolumeZone", lambda: VolumeZone(cluster)),
             "MaxCSIVolumeCountPred": lambda: self.shared("CSILimits", lambda: CSILimits(cluster)),
+            "StorageNodeReady": lambda: self.shared(
+                "StorageNodeReady", lambda: StorageNodeReady(cluster)
+            ),
+            "CheckVolumeLocality": lambda: self.shared(
+                "VolumeLocality", lambda: VolumeLocality(cluster)
+            ),
             "serviceAffinity": lambda: ServiceAffinity(cluster, tuple(argument["labels"])),
             "labelsPresence": lambda: NodeLabelPresence(
                 cluster, tuple(argument["labels"]), bool(argument["presence"])
             ),
         }
-        if kind in self._shared:
-            return self._shared[kind]  # type: ignore[no-any-return]
         plugin: FilterPlugin = builders[kind]()
         return plugin
 
@@ -100,13 +104,14 @@ class PluginSet:
                 "TaintToleration", lambda: TaintToleration(cluster)
             ),
             "PrioritizeVolumes": self.volume_binding,
+            "VolumeLocality": lambda: self.shared(
+                "VolumeLocality", lambda: VolumeLocality(cluster)
+            ),
             "serviceAntiAffinity": lambda: ServiceAntiAffinity(cluster, str(argument["label"])),
             "labelPreference": lambda: NodeLabelPreference(
                 cluster, str(argument["label"]), bool(argument["presence"])
             ),
         }
-        if kind in self._shared and kind not in builders:
-            return self._shared[kind]  # type: ignore[no-any-return]
         plugin: ScorePlugin = builders[kind]()
         return plugin
 
@@ -121,9 +126,7 @@ def build_profile(
             plugins.volume_shape = tuple(
                 ShapePoint(utilization, score) for utilization, score in priority.argument["shape"]
             )
-    predicates = [
-        Predicate(p.name, plugins.predicate(p.kind, p.argument)) for p in spec.predicates
-    ]
+    predicates = [Predicate(p.name, plugins.predicate(p.kind, p.argument)) for p in spec.predicates]
     priorities = [
         Priority(p.name, plugins.priority(p.kind, p.argument), p.weight) for p in spec.priorities
     ]

@@ -11,6 +11,7 @@ from cache.objects.core import Pod
 from scheduling.framework.runner import Decision, Scheduler
 from scheduling.plugins.volume_binding import assumed_volumes
 from scheduling.queue_order import in_queue_order
+from scheduling.storage_placement import ReplicaContext, ReplicaPlan, placement_json
 
 
 @dataclass(slots=True)
@@ -58,3 +59,32 @@ def decide_all(
         decision = scheduler.schedule(pod)
         outcomes.append(PodOutcome(decision, claim_outcomes(decision)))
     return outcomes
+
+
+@dataclass(slots=True)
+class SimulationResult:
+    pods: list[PodOutcome]
+    volumes: list[dict[str, Any]]
+
+
+def simulate(
+    cluster: ClusterCache,
+    scheduler: Scheduler,
+    replicas: ReplicaContext | None,
+    scheduler_name: str | None = None,
+) -> SimulationResult:
+    """Existing volumes' missing replicas first, then every pending pod in queue order;
+    a volume provisioned for a pod is listed right after that pod's decision."""
+    volumes = replicas.place_volumes() if replicas is not None else []
+    outcomes = []
+    for pod in pending_pods(cluster, scheduler_name):
+        decision = scheduler.schedule(pod)
+        outcomes.append(PodOutcome(decision, claim_outcomes(decision)))
+        assumed = assumed_volumes(decision.state)
+        if assumed is None:
+            continue
+        for claim in assumed.provisions:
+            plan = assumed.plans.get(claim.key)
+            if isinstance(plan, ReplicaPlan):
+                volumes.append(placement_json(plan.placement))
+    return SimulationResult(outcomes, volumes)

@@ -1,0 +1,175 @@
+"""Pod locality for volsched's replicated volumes (Ondat semantics).
+
+A pod whose claims are backed by replicated volumes should run where its data is:
+
+- ``StorageNodeReady`` (filter): the node runs the storage and can serve it — it has a
+  ready StorageNode that is not storage-cordoned, not draining and not compute-only;
+- ``CheckVolumeLocality`` (filter, pods labelled ``strict``): the node holds a replica of
+  every replicated volume the pod already has;
+- ``VolumeLocality`` (score): per volume 15 on the primary replica's node, 10 on another
+  replica's, 5 where there is none, 1 where the replica there is unsynced or the volume
+  unhealthy; the mean over the pod's volumes, rounded half away from zero, ×10 — what
+  kube-scheduler adds for an Ondat-style extender at weight 1.
+
+The pod's label ``volsched.io/locality`` (or ``storageos.com/locality``; ours wins)
+is ``preferred`` (the default) or ``strict``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import Pod
+from cache.objects.replicated import StorageNode
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from scheduling.volumes.scoring import round_half_away
+
+REPLICATED_PROVISIONER = "replicated.volsched.io"
+LOCALITY_LABEL = "volsched.io/locality"
+LEGACY_LOCALITY_LABEL = "storageos.com/locality"
+REASON_NOT_STORAGE_NODE = "node(s) were not ready storage nodes"
+REASON_NO_LOCAL_REPLICA = "node(s) didn't have a replica of the pod's strict-locality volumes"
+
+PRIMARY_POINTS = 15
+REPLICA_POINTS = 10
+REMOTE_POINTS = 5
+UNHEALTHY_POINTS = 1
+EXTENDER_SCALE = 10
+
+
+@dataclass(slots=True)
+class _VolumeCopies:
+    """Where one volume's replicas are: node → points a pod earns running there."""
+
+    name: str
+    points_by_node: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _PodStorage:
+    volumes: list[_VolumeCopies]
+    strict: bool
+
+
+def locality_mode(pod: Pod) -> str:
+    labels = pod.meta.labels
+    value = labels.get(LOCALITY_LABEL, labels.get(LEGACY_LOCALITY_LABEL, "preferred"))
+    return "strict" if value == "strict" else "preferred"
+
+
+def storage_node_serves(cluster: ClusterCache, node: NodeInfo) -> bool:
+    storage: StorageNode | None = cluster.custom.get("StorageNode", {}).get(node.name)
+    return (
+        storage is not None
+        and storage.ready
+        and node.node.ready
+        and storage.allow_scheduling
+        and not storage.eviction_requested
+        and not storage.compute_only
+    )
+
+
+def pod_storage(cluster: ClusterCache, pod: Pod) -> _PodStorage | None:
+    """The pod's replicated volumes and where their copies are; None for other pods."""
+    uses_storage = False
+    volumes: list[_VolumeCopies] = []
+    for claim_name in pod.claim_names():
+        claim = cluster.pvcs.get(f"{pod.namespace}/{claim_name}")
+        if claim is None:
+            continue
+        pv = cluster.pvs.get(claim.volume_name) if claim.volume_name else None
+        if pv is not None and pv.csi_driver == REPLICATED_PROVISIONER:
+            uses_storage = True
+            volumes.append(_copies(cluster, pv.csi_handle))
+        elif pv is None and claim.class_name:
+            storage_class = cluster.storage_classes.get(claim.class_name)
+            if storage_class is not None and storage_class.provisioner == REPLICATED_PROVISIONER:
+                uses_storage = True
+    if not uses_storage:
+        return None
+    return _PodStorage(volumes, locality_mode(pod) == "strict")
+
+
+def _copies(cluster: ClusterCache, volume_name: str) -> _VolumeCopies:
+    copies = _VolumeCopies(volume_name)
+    volume = cluster.custom.get("Volume", {}).get(volume_name)
+    healthy = volume is not None and volume.robustness == "healthy"
+    points = copies.points_by_node
+    for replica in cluster.replicas_by_volume.get(volume_name, {}).values():
+        if not replica.node_id or replica.meta.deletion_timestamp is not None:
+            continue
+        if not healthy or replica.failed or not replica.synced:
+            earned = UNHEALTHY_POINTS
+        else:
+            earned = PRIMARY_POINTS if replica.primary else REPLICA_POINTS
+        current = points.get(replica.node_id)
+        # A node with a broken copy scores low even if another copy there is fine.
+        points[replica.node_id] = earned if current is None else min(current, earned)
+    for assumed in cluster.assumed_replicas.get(volume_name, ()):
+        earned = REPLICA_POINTS if assumed.synced and healthy else UNHEALTHY_POINTS
+        current = points.get(assumed.node)
+        points[assumed.node] = earned if current is None else min(current, earned)
+    return copies
+
+
+class StorageNodeReady:
+    name = "StorageNodeReady"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        storage = pod_storage(self.cluster, pod)
+        if storage is None:
+            return None, SKIP
+        state.write(self.name, storage)
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        if state.read(self.name) is None or storage_node_serves(self.cluster, node):
+            return None
+        return unresolvable(REASON_NOT_STORAGE_NODE)
+
+
+class VolumeLocality:
+    """``CheckVolumeLocality`` as a filter (strict pods only) and ``VolumeLocality`` as a
+    score; one plugin, as both read the same per-pod replica map."""
+
+    name = "VolumeLocality"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+
+    def _storage(self, state: CycleState, pod: Pod) -> _PodStorage | None:
+        key = f"{self.name}/storage"
+        cached = state.read(key)
+        if cached is None:
+            cached = pod_storage(self.cluster, pod) or False
+            state.write(key, cached)
+        return cached or None
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        storage = self._storage(state, pod)
+        if storage is None or not storage.strict or not storage.volumes:
+            return None, SKIP
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        storage = self._storage(state, pod)
+        if storage is None or not storage.strict:
+            return None
+        for volume in storage.volumes:
+            if node.name not in volume.points_by_node:
+                return unschedulable(REASON_NO_LOCAL_REPLICA)
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        storage = self._storage(state, pod)
+        if storage is None or not storage.volumes:
+            return 0
+        total = sum(v.points_by_node.get(node.name, REMOTE_POINTS) for v in storage.volumes)
+        return round_half_away(total, len(storage.volumes)) * EXTENDER_SCALE

@@ -1,0 +1,192 @@
+"""Replica placement joined to pod scheduling.
+
+``ReplicaContext`` keeps the replica scheduler's view of the cluster cache (rebuilt only
+when nodes, storage nodes or replicas change) and the disk space this scheduler has
+promised but the storage agent has not reported yet. On top of it:
+
+- ``place_volumes`` places the missing replicas of existing Volumes (name order) and
+  assumes the placements, so pods decided next see where their data will be;
+- ``ReplicatedProvisioner`` is the provisioning check of CheckVolumeBinding for claims of
+  a ``replicated.volsched.io`` WaitForFirstConsumer class: a node can take the pod only
+  if every replica of the new volume can be placed with that node as the volume's node;
+  the placement is committed with the pod's reservation and released with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cache.cluster import AssumedReplica, ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.replicated import DATA_LOCALITIES, DATA_LOCALITY_STRICT_LOCAL, Volume
+from cache.objects.storage import PersistentVolumeClaim, StorageClass
+from scheduling.replicas import (
+    ReplicaCluster,
+    ReplicaSchedulingSettings,
+    ScheduledSpace,
+    VolumePlacement,
+    place_for_new_volume,
+    schedule_volume,
+)
+from scheduling.volumes.provisioning import ProvisionError
+
+REPLICATED_PROVISIONER = "replicated.volsched.io"
+
+
+def placement_json(placement: VolumePlacement) -> dict[str, Any]:
+    return {
+        "volume": placement.volume,
+        "placed": [{"node": p.node, "disk": p.disk} for p in placement.placed],
+        "unplaced": placement.unplaced,
+        "message": placement.message,
+    }
+
+
+class ReplicaContext:
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        settings: ReplicaSchedulingSettings,
+        clock: Callable[[], float],
+    ) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self.clock = clock
+        self.scheduled = ScheduledSpace()
+        self._view: ReplicaCluster | None = None
+        self._view_generation = -1
+
+    def view(self) -> ReplicaCluster:
+        if self._view is None or self._view_generation != self.cluster.storage_generation:
+            cluster = self.cluster
+            self._view = ReplicaCluster(
+                cluster.objects("Node"),
+                cluster.custom.get("StorageNode", {}).values(),
+                cluster.custom.get("Replica", {}).values(),
+            )
+            self._view_generation = cluster.storage_generation
+        return self._view
+
+    def commit(self, placement: VolumePlacement, synced: bool) -> list[AssumedReplica]:
+        assumed = [
+            AssumedReplica(placement.volume, p.node, p.disk, synced) for p in placement.placed
+        ]
+        self.cluster.assume_replicas(assumed)
+        return assumed
+
+    def place_volumes(self) -> list[dict[str, Any]]:
+        """Place the missing replicas of every existing Volume, in name order."""
+        results = []
+        volumes: dict[str, Volume] = self.cluster.custom.get("Volume", {})
+        now = self.clock()
+        for name in sorted(volumes):
+            volume = volumes[name]
+            placement = schedule_volume(volume, self.view(), self.settings, now, self.scheduled)
+            if placement is None:
+                continue
+            # schedule_volume has already counted the bytes in self.scheduled.
+            self.commit(placement, synced=volume.actual_size == 0)
+            results.append(placement_json(placement))
+        return results
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaPlan:
+    """Where a new volume's replicas go if the pod lands on ``node``."""
+
+    node: str
+    size: int
+    placement: VolumePlacement
+
+    def describe(self) -> dict[str, Any]:
+        return {"replicas": [{"node": p.node, "disk": p.disk} for p in self.placement.placed]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Parameters:
+    replicas: int
+    locality: str
+    node_selector: tuple[str, ...]
+    disk_selector: tuple[str, ...]
+
+
+def _tags(text: str) -> tuple[str, ...]:
+    return tuple(tag.strip() for tag in text.split(",") if tag.strip())
+
+
+def class_parameters(storage_class: StorageClass) -> _Parameters:
+    """Longhorn-style string parameters of a replicated StorageClass, validated."""
+    params = storage_class.parameters
+    name = storage_class.meta.name
+    text = params.get("numberOfReplicas", "3")
+    try:
+        replicas = int(text)
+    except ValueError:
+        raise ProvisionError(
+            f'StorageClass "{name}" parameter numberOfReplicas: {text!r} is not an integer'
+        ) from None
+    if replicas < 1:
+        raise ProvisionError(f'StorageClass "{name}" parameter numberOfReplicas: must be >= 1')
+    locality = params.get("dataLocality", "disabled")
+    if locality not in DATA_LOCALITIES:
+        raise ProvisionError(
+            f'StorageClass "{name}" parameter dataLocality: {locality!r} is not one of '
+            + ", ".join(DATA_LOCALITIES)
+        )
+    if locality == DATA_LOCALITY_STRICT_LOCAL and replicas != 1:
+        raise ProvisionError(
+            f'StorageClass "{name}": dataLocality strict-local needs numberOfReplicas "1"'
+        )
+    return _Parameters(
+        replicas,
+        locality,
+        _tags(params.get("nodeSelector", "")),
+        _tags(params.get("diskSelector", "")),
+    )
+
+
+class ReplicatedProvisioner:
+    """CheckVolumeBinding's provisioning check for volsched's replicated storage."""
+
+    def __init__(self, context: ReplicaContext) -> None:
+        self.context = context
+        self._held: dict[int, list[AssumedReplica]] = {}
+
+    def check(
+        self, claim: PersistentVolumeClaim, storage_class: StorageClass, node: NodeInfo
+    ) -> tuple[bool, tuple[str, ...], object]:
+        params = class_parameters(storage_class)
+        size = claim.request or 0
+        context = self.context
+        placement = place_for_new_volume(
+            size,
+            params.replicas,
+            params.locality,
+            params.node_selector,
+            params.disk_selector,
+            node.name,
+            context.view(),
+            context.settings,
+            context.scheduled,
+            volume_name=f"pvc-{claim.meta.uid}",
+        )
+        if placement.unplaced:
+            return False, placement.reasons, None
+        return True, (), ReplicaPlan(node.name, size, placement)
+
+    def commit(self, plan: object) -> None:
+        assert isinstance(plan, ReplicaPlan)
+        for p in plan.placement.placed:
+            self.context.scheduled.add(p.node, p.disk, plan.size)
+        self._held[id(plan)] = self.context.commit(plan.placement, synced=True)
+
+    def release(self, plan: object) -> None:
+        assert isinstance(plan, ReplicaPlan)
+        held = self._held.pop(id(plan), None)
+        if held is None:
+            return
+        for p in plan.placement.placed:
+            self.context.scheduled.add(p.node, p.disk, -plan.size)
+        self.context.cluster.forget_replicas(held)
