@@ -97,7 +97,12 @@ def _claim(name: str, size_gi: int, storage_class: str, volume: str = "") -> Raw
         spec["volumeName"] = volume
         metadata["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
         phase = "Bound"
-    return {"kind": "PersistentVolumeClaim", "metadata": metadata, "spec": spec, "status": {"phase": phase}}
+    return {
+        "kind": "PersistentVolumeClaim",
+        "metadata": metadata,
+        "spec": spec,
+        "status": {"phase": phase},
+    }
 
 
 def _pod(name: str, claim: str | None, node: str = "", created: int = 0) -> Raw:

@@ -13,7 +13,7 @@ operators know:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
 from cache.objects.meta import ObjectMeta
@@ -50,6 +50,11 @@ class AssumeCache(Generic[T]):
 
     def get(self, key: str) -> T | None:
         return self._latest.get(key)
+
+    @property
+    def latest(self) -> Mapping[str, T]:
+        """The latest copy of every object, read-only (for hot loops)."""
+        return self._latest
 
     def get_api(self, key: str) -> T | None:
         return self._api.get(key)

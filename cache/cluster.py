@@ -13,12 +13,12 @@ StorageClass, the PVs pre-bound to a claim.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from cache.assumed import AssumeCache
-from cache.node_info import NodeInfo
+from cache.node_info import NodeInfo, zone_key
 from cache.objects.core import Node, Pod
 from cache.objects.replicated import Replica
 from cache.objects.storage import (
@@ -31,18 +31,6 @@ from cache.objects.storage import (
 )
 from cache.objects.workloads import PriorityClass, Service, WorkloadSet
 from cache.pv_index import PersistentVolumeIndex
-
-ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
-REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
-
-
-def zone_key(labels: dict[str, str]) -> str:
-    """Upstream's GetZoneKey: region and zone together, "" when the node has neither."""
-    region = next((labels[k] for k in REGION_LABELS if k in labels), "")
-    zone = next((labels[k] for k in ZONE_LABELS if k in labels), "")
-    if not region and not zone:
-        return ""
-    return f"{region}:\x00:{zone}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,9 +186,9 @@ class ClusterCache:
                 if self._placed_on(pod) == node.meta.name:
                     info.add_pod(self._effective(pod))
         else:
-            if zone_key(info.node.meta.labels) != zone_key(node.meta.labels):
+            if info.zone != zone_key(node.meta.labels):
                 self._node_order = None
-            info.node = node
+            info.set_node(node)
         self.pv_index.upsert_node(node.meta.name, node.meta.labels)
 
     def _delete_Node(self, name: str) -> None:
@@ -283,7 +271,7 @@ class ClusterCache:
             zones: dict[str, list[NodeInfo]] = defaultdict(list)
             for name in sorted(self.nodes):
                 info = self.nodes[name]
-                zones[zone_key(info.node.meta.labels)].append(info)
+                zones[info.zone].append(info)
             ordered: list[NodeInfo] = []
             columns = [zones[zone] for zone in sorted(zones)]
             depth = max((len(column) for column in columns), default=0)

@@ -8,23 +8,51 @@ from __future__ import annotations
 
 from cache.objects.core import CPU, MEMORY, HostPort, Node, Pod
 
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+
+
+def zone_key(labels: dict[str, str]) -> str:
+    """Upstream's GetZoneKey: region and zone together, "" when the node has neither."""
+    region = next((labels[k] for k in REGION_LABELS if k in labels), "")
+    zone = next((labels[k] for k in ZONE_LABELS if k in labels), "")
+    if not region and not zone:
+        return ""
+    return f"{region}:\x00:{zone}"
+
 
 class NodeInfo:
-    """A node and the pods placed or assumed on it."""
+    """A node and the pods placed or assumed on it.
 
-    __slots__ = ("node", "nonzero_cpu", "nonzero_memory", "pods", "ports", "requested")
+    ``name`` and ``zone`` are plain attributes, refreshed by ``set_node``: filters and
+    scores read them for every node of every cycle.
+    """
+
+    __slots__ = (
+        "name",
+        "node",
+        "nonzero_cpu",
+        "nonzero_memory",
+        "pods",
+        "ports",
+        "requested",
+        "zone",
+    )
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        self.name = node.meta.name
+        self.zone = zone_key(node.meta.labels)
         self.pods: dict[str, Pod] = {}
         self.requested: dict[str, int] = {}
         self.nonzero_cpu = 0
         self.nonzero_memory = 0
         self.ports: dict[HostPort, int] = {}
 
-    @property
-    def name(self) -> str:
-        return self.node.meta.name
+    def set_node(self, node: Node) -> None:
+        self.node = node
+        self.name = node.meta.name
+        self.zone = zone_key(node.meta.labels)
 
     def add_pod(self, pod: Pod) -> None:
         key = pod.meta.key

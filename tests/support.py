@@ -104,7 +104,11 @@ def pv(
                 "nodeSelectorTerms": [
                     {
                         "matchExpressions": [
-                            {"key": "kubernetes.io/hostname", "operator": "In", "values": node_names}
+                            {
+                                "key": "kubernetes.io/hostname",
+                                "operator": "In",
+                                "values": node_names,
+                            }
                         ]
                     }
                 ]

@@ -110,10 +110,7 @@ class TopologySelectorTerm:
     requirements: tuple[tuple[str, tuple[str, ...]], ...]
 
     def matches(self, labels: Mapping[str, str]) -> bool:
-        for key, values in self.requirements:
-            if labels.get(key) not in values:
-                return False
-        return True
+        return all(labels.get(key) in values for key, values in self.requirements)
 
 
 def match_topology_terms(

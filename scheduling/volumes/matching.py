@@ -89,19 +89,37 @@ class ClaimMatcher:
             if affinity is None or affinity.matches(labels, node_name):
                 return pv
             return None
+        # The index only lists PVs of the claim's class whose node affinity admits this
+        # node; the rest of _fits_unclaimed is inlined here, cheapest tests first, since
+        # this loop runs for every candidate node of every pod.
         best: PersistentVolume | None = None
-        pvs = cluster.pvs
-        for name in cluster.pv_index.on_node(node_name, claim.class_name):
+        latest = cluster.pvs.latest
+        mode = claim.volume_mode
+        class_name = claim.class_name
+        modes = claim.access_modes
+        selector = claim.selector
+        for name in cluster.pv_index.on_node(node_name, class_name):
             if name in chosen:
                 continue
-            candidate = pvs.get(name)
-            if candidate is None or not _fits_unclaimed(candidate, claim, request):
-                continue
-            if best is None or (candidate.capacity, candidate.meta.name) < (
-                best.capacity,
-                best.meta.name,
+            candidate = latest.get(name)
+            if (
+                candidate is None
+                or candidate.claim_ref is not None
+                or candidate.capacity < request
+                or candidate.phase != "Available"
             ):
-                best = candidate
+                continue
+            if best is not None and (candidate.capacity, name) >= (best.capacity, best.meta.name):
+                continue
+            if (
+                candidate.volume_mode != mode
+                or candidate.meta.deletion_timestamp is not None
+                or candidate.storage_class != class_name
+                or not modes <= candidate.access_modes
+                or (selector is not None and not selector.matches(candidate.meta.labels))
+            ):
+                continue
+            best = candidate
         for spare in self.anywhere:
             if spare.meta.name in chosen:
                 continue

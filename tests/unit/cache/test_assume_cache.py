@@ -41,7 +41,9 @@ def test_assume_rejects_unknown_and_older() -> None:
 
 
 @pytest.mark.parametrize(("informer_rv", "replaced"), [(5, False), (4, False), (6, True)])
-def test_informer_update_replaces_only_when_strictly_newer(informer_rv: int, replaced: bool) -> None:
+def test_informer_update_replaces_only_when_strictly_newer(
+    informer_rv: int, replaced: bool
+) -> None:
     cache: AssumeCache[PersistentVolume] = AssumeCache("PersistentVolume")
     cache.informer_upsert("pv-1", make(5))
     cache.assume("pv-1", make(5, "Bound"))

@@ -77,7 +77,12 @@ def test_beta_storage_class_annotation_wins() -> None:
         ),
         ({"kind": "Node", "metadata": {}}, "metadata.name", "is required"),
         (
-            {"kind": "StorageClass", "metadata": {"name": "s"}, "provisioner": "x", "volumeBindingMode": "Later"},
+            {
+                "kind": "StorageClass",
+                "metadata": {"name": "s"},
+                "provisioner": "x",
+                "volumeBindingMode": "Later",
+            },
             "volumeBindingMode",
             "is not Immediate or WaitForFirstConsumer",
         ),

@@ -33,7 +33,7 @@ def zonal_pv(name: str, zone: str, operator: str) -> dict[str, Any]:
 
 operations = st.lists(
     st.one_of(
-        st.tuples(st.just("node"), st.sampled_from(NODES), st.sampled_from(ZONES + [None])),
+        st.tuples(st.just("node"), st.sampled_from(NODES), st.sampled_from([*ZONES, None])),
         st.tuples(st.just("delete-node"), st.sampled_from(NODES), st.none()),
         st.tuples(
             st.just("pv"),

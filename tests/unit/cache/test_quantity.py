@@ -28,7 +28,9 @@ def test_parses_like_kubernetes(text: object, expected: Fraction) -> None:
     assert parse_quantity(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "Gi", "1GB", "1 Gi", "abc", "1.2.3", True, None, [1], "1e999"])
+@pytest.mark.parametrize(
+    "text", ["", "Gi", "1GB", "1 Gi", "abc", "1.2.3", True, None, [1], "1e999"]
+)
 def test_rejects_what_kubernetes_rejects(text: object) -> None:
     with pytest.raises(QuantityError):
         parse_quantity(text)

@@ -303,7 +303,8 @@ def test_check_volume_binding(
 
 
 def test_deleting_pv_is_never_matched() -> None:
-    objects = three_nodes() + [
+    objects = [
+        *three_nodes(),
         WFC,
         pv("doomed", "10Gi", node_names=["node-1"]),
         pvc("c1"),
@@ -314,7 +315,8 @@ def test_deleting_pv_is_never_matched() -> None:
 
 
 def test_volume_zone_reports_a_missing_bound_pv_before_any_node() -> None:
-    objects = three_nodes() + [
+    objects = [
+        *three_nodes(),
         WFC,
         pvc("c1", volume_name="gone", bound=True),
         pod("p", claims=["c1"]),
@@ -404,6 +406,6 @@ def test_provisioned_claim_carries_the_selected_node_until_reverted() -> None:
 
 
 def test_pods_without_claims_skip_volume_binding() -> None:
-    decision = decide(three_nodes() + [pod("p")])
+    decision = decide([*three_nodes(), pod("p")])
     assert decision.node is not None
     assert decision.scores == {"node-1": 0, "node-2": 0, "node-3": 0}
