@@ -197,40 +197,62 @@ def _max_into(total: dict[str, int], other: dict[str, int]) -> None:
             total[name] = amount
 
 
-def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
-    """Effective requests plus the non-zero cpu/memory used for scoring."""
+def _aggregate(
+    containers: list[dict[str, int]],
+    init_containers: list[tuple[dict[str, int], bool]],
+    overhead: dict[str, int],
+) -> dict[str, int]:
+    """Upstream's PodRequests: containers summed, sidecars (restartable init containers)
+    added, the largest init step as a floor, overhead on top."""
     requests: dict[str, int] = {}
-    nonzero_cpu = 0
-    nonzero_memory = 0
-    for container in spec.items("containers"):
-        own = _container_requests(container)
+    for own in containers:
         _add(requests, own)
-        nonzero_cpu += own.get(CPU) or DEFAULT_MILLI_CPU_REQUEST
-        nonzero_memory += own.get(MEMORY) or DEFAULT_MEMORY_REQUEST
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for container in spec.items("initContainers"):
-        own = _container_requests(container)
-        if container.str("restartPolicy") == "Always":
-            # A sidecar runs beside everything started after it.
+    for own, restartable in init_containers:
+        if restartable:
             _add(requests, own)
             _add(sidecars, own)
-            nonzero_cpu += own.get(CPU) or DEFAULT_MILLI_CPU_REQUEST
-            nonzero_memory += own.get(MEMORY) or DEFAULT_MEMORY_REQUEST
             _max_into(init_peak, dict(sidecars))
         else:
             step = dict(own)
             _add(step, sidecars)
             _max_into(init_peak, step)
     _max_into(requests, init_peak)
+    _add(requests, overhead)
+    return requests
+
+
+def _with_defaults(own: dict[str, int]) -> dict[str, int]:
+    """The container's requests with cpu and memory defaulted only when absent."""
+    filled = dict(own)
+    filled.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
+    filled.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    return filled
+
+
+def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
+    """Effective requests plus the non-zero cpu/memory used for scoring."""
+    containers = [_container_requests(c) for c in spec.items("containers")]
+    inits = [
+        (_container_requests(c), c.str("restartPolicy") == "Always")
+        for c in spec.items("initContainers")
+    ]
     overhead = {
         name: resource_amount(name, amount)
         for name, amount in spec.quantity_map("overhead").items()
     }
-    _add(requests, overhead)
-    nonzero_cpu = max(nonzero_cpu, init_peak.get(CPU, 0)) + overhead.get(CPU, 0)
-    nonzero_memory = max(nonzero_memory, init_peak.get(MEMORY, 0)) + overhead.get(MEMORY, 0)
-    return {k: v for k, v in requests.items() if v}, nonzero_cpu, nonzero_memory
+    requests = _aggregate(containers, inits, overhead)
+    nonzero = _aggregate(
+        [_with_defaults(own) for own in containers],
+        [(_with_defaults(own), restartable) for own, restartable in inits],
+        overhead,
+    )
+    return (
+        {k: v for k, v in requests.items() if v},
+        nonzero.get(CPU, 0),
+        nonzero.get(MEMORY, 0),
+    )
 
 
 def _host_ports(spec: Fields) -> tuple[HostPort, ...]:

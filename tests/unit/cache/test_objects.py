@@ -115,3 +115,18 @@ def test_malformed_objects_name_the_field(raw: dict[str, Any], field: str, probl
     assert caught.value.field == field
     assert problem in str(caught.value)
     assert raw["kind"] in str(caught.value)
+
+
+def test_nonzero_defaults_apply_per_container_only_when_absent() -> None:
+    raw = pod("p")
+    raw["spec"]["containers"] = [
+        {"name": "a", "resources": {"requests": {"cpu": "50m", "memory": "0"}}},
+    ]
+    raw["spec"]["initContainers"] = [{"name": "init", "resources": {}}]
+    view = parse(raw)
+    # the init container asks for nothing: scored as 100m / 200Mi, above the 50m container
+    assert view.nonzero_cpu == 100
+    assert view.nonzero_memory == 200 * 2**20
+    raw["spec"]["initContainers"] = []
+    view = parse(raw)
+    assert (view.nonzero_cpu, view.nonzero_memory) == (50, 0)

@@ -1,0 +1,113 @@
+"""MatchNodeSelector and NodeAffinityPriority (upstream's NodeAffinity).
+
+Required: the pod's ``nodeSelector`` map AND its required node affinity (terms ORed, the
+expressions of a term ANDed, an empty term matching nothing). Preferred: the sum of the
+weights of the preferred terms a node matches, scaled to 0..100 against the best node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import Pod
+from cache.objects.selectors import NodeSelector, PreferredTerm
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
+from scheduling.plugins.normalize import default_normalize
+
+MAX_NODE_SCORE = 100
+REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+REASON_CONFLICT = "pod affinity terms conflict"
+_REJECTED = unresolvable(REASON_POD)
+
+
+@dataclass(frozen=True, slots=True)
+class _Required:
+    node_selector: tuple[tuple[str, str], ...]
+    affinity: NodeSelector | None
+
+    def matches(self, node: NodeInfo) -> bool:
+        labels = node.node.meta.labels
+        for key, value in self.node_selector:
+            if labels.get(key) != value:
+                return False
+        affinity = self.affinity
+        return affinity is None or affinity.matches(labels, node.name)
+
+
+def _required(pod: Pod) -> _Required:
+    return _Required(tuple(pod.node_selector.items()), pod.required_affinity)
+
+
+def _named_nodes(affinity: NodeSelector) -> set[str] | None:
+    """The nodes ``matchFields`` on ``metadata.name`` (In) confine the pod to, or None.
+
+    A term without such a field admits every node (terms are ORed); within a term the
+    name lists intersect (requirements are ANDed).
+    """
+    names: set[str] = set()
+    for term in affinity.terms:
+        term_names: set[str] | None = None
+        for requirement in term.match_fields:
+            if requirement.key == "metadata.name" and requirement.operator == "In":
+                values = set(requirement.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None
+        names |= term_names
+    return names
+
+
+class NodeAffinity:
+    """Filter + score, one instance for both as upstream's plugin.
+
+    The filter's rejection is UnschedulableAndUnresolvable. When every required term pins
+    ``metadata.name``, pre-filter narrows the cycle to those nodes (upstream's
+    PreFilterResult), and rejects the pod outright when the terms leave no name at all.
+    """
+
+    name = "NodeAffinity"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+        self._filter_key = f"PreFilter{self.name}"
+        self._score_key = f"PreScore{self.name}"
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        affinity = pod.required_affinity
+        if affinity is None and not pod.node_selector:
+            return None, SKIP
+        state.write(self._filter_key, _required(pod))
+        if affinity is None or not affinity.terms:
+            return None, SUCCESS
+        names = _named_nodes(affinity)
+        if names is not None and not names:
+            return None, unresolvable(REASON_CONFLICT)
+        return names, SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        required: _Required | None = state.read(self._filter_key)
+        if required is None:
+            required = _required(pod)
+            state.write(self._filter_key, required)
+        return None if required.matches(node) else _REJECTED
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        if not pod.preferred_affinity:
+            return SKIP
+        state.write(self._score_key, pod.preferred_affinity)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        preferred: tuple[PreferredTerm, ...] | None = state.read(self._score_key)
+        if preferred is None:
+            preferred = pod.preferred_affinity
+        labels = node.node.meta.labels
+        name = node.name
+        return sum(item.weight for item in preferred if item.term.matches(labels, name))
+
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:
+        default_normalize(scores, MAX_NODE_SCORE, reverse=False)

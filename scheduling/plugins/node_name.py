@@ -1,0 +1,27 @@
+"""HostName: a pod that names its node (``spec.nodeName``) fits only that node."""
+
+from __future__ import annotations
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import Pod
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import Status, unresolvable
+
+REASON = "node(s) didn't match the requested node name"
+_REJECTED = unresolvable(REASON)
+
+
+class NodeName:
+    """Filter; UnschedulableAndUnresolvable because no eviction changes a node's name."""
+
+    name = "NodeName"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        wanted = pod.node_name
+        if wanted and wanted != node.name:
+            return _REJECTED
+        return None

@@ -1,0 +1,49 @@
+"""PodFitsHostPorts: a host port (ip, protocol, port) can be bound by one pod per node.
+
+Upstream's NodePorts plugin. The node's ports in use are kept by ``NodeInfo``, whose
+``port_conflict`` applies upstream's rule that ``0.0.0.0`` overlaps every address.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import HostPort, Pod
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import SKIP, SUCCESS, Status, unschedulable
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+_REJECTED = unschedulable(REASON)
+
+
+class NodePorts:
+    """Filter: every host port of the pod (containers and sidecars) must be free.
+
+    The rejection is Unschedulable (not unresolvable): evicting the pod holding the port
+    would free it. A pod without host ports skips the filter on every node.
+    """
+
+    name = "NodePorts"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+        self._key = f"PreFilter{self.name}"
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        if not pod.host_ports:
+            return None, SKIP
+        state.write(self._key, pod.host_ports)
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        if not node.ports:
+            return None
+        wanted: tuple[HostPort, ...] | None = state.read(self._key)
+        if wanted is None:
+            wanted = pod.host_ports
+        for port in wanted:
+            if node.port_conflict(port):
+                return _REJECTED
+        return None

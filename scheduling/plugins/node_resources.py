@@ -1,0 +1,220 @@
+"""PodFitsResources, LeastRequestedPriority and BalancedResourceAllocation.
+
+Upstream's NodeResourcesFit filter and its resource-allocation scorers. The pod's requests
+are already folded into ``pod.requests`` (init containers, sidecars, overhead) and its
+non-zero cpu/memory into ``pod.nonzero_cpu``/``pod.nonzero_memory`` when the pod is
+parsed; a node's totals are kept by ``NodeInfo``. What is left here is the per-node
+arithmetic, in upstream's units (millicores for cpu, whole units for everything else).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from functools import lru_cache
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+
+MAX_NODE_SCORE = 100
+REASON_TOO_MANY_PODS = "Too many pods"
+
+_QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+@lru_cache(maxsize=256)
+def is_extended_resource(name: str) -> bool:
+    """Upstream's IsExtendedResourceName: a ``domain/name`` outside ``kubernetes.io/``
+    that stays a valid quota name once ``requests.`` is prefixed."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    prefix, _, short = f"requests.{name}".partition("/")
+    return (
+        len(prefix) <= 253
+        and _DNS_SUBDOMAIN.match(prefix) is not None
+        and len(short) <= 63
+        and _QUALIFIED_NAME.match(short) is not None
+    )
+
+
+def is_scalar_resource(name: str) -> bool:
+    """Upstream's IsScalarResourceName: the names NodeResourcesFit checks beyond the
+    built-in four (extended resources, hugepages, attachable volumes, ``kubernetes.io/``).
+
+    An unprefixed name other than those (``storage``, say) is a native resource the
+    scheduler does not account for, so it is never checked.
+    """
+    if name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name:
+        return True
+    return is_extended_resource(name)
+
+
+class NodeResourcesFit:
+    """PodFitsResources: the node must hold one more pod and the pod's requests.
+
+    Reasons, in upstream's order and all at once: ``Too many pods``, then ``Insufficient
+    cpu``, ``memory``, ``ephemeral-storage``, then one per extended/scalar resource (in
+    name order; upstream walks a Go map, so its order there is unspecified). The status is
+    Unschedulable, or UnschedulableAndUnresolvable when some request exceeds the node's
+    whole allocatable (current upstream: preemption could never make room).
+    ``ignored_resources`` and ``ignored_resource_groups`` are upstream's arguments of the
+    same name: extended resources (or resource-name prefixes before ``/``) not checked.
+    """
+
+    name = "NodeResourcesFit"
+
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        ignored_resources: Collection[str] = (),
+        ignored_resource_groups: Collection[str] = (),
+    ) -> None:
+        self.cluster = cluster
+        self.ignored_resources = frozenset(ignored_resources)
+        self.ignored_resource_groups = frozenset(ignored_resource_groups)
+        self._key = f"PreFilter{self.name}"
+
+    def _ignored(self, resource: str) -> bool:
+        if resource in self.ignored_resources:
+            return True
+        return bool(self.ignored_resource_groups) and (
+            resource.split("/", 1)[0] in self.ignored_resource_groups
+        )
+
+    def _wanted(self, pod: Pod) -> tuple[tuple[str, int, str], ...]:
+        """(resource, amount, reason) for every resource the filter must check."""
+        requests = pod.requests
+        wanted = [
+            (resource, requests[resource], f"Insufficient {resource}")
+            for resource in (CPU, MEMORY, EPHEMERAL_STORAGE)
+            if requests.get(resource, 0) > 0
+        ]
+        for resource in sorted(requests):
+            amount = requests[resource]
+            if amount <= 0 or resource in (CPU, MEMORY, EPHEMERAL_STORAGE):
+                continue
+            if not is_scalar_resource(resource):
+                continue
+            if is_extended_resource(resource) and self._ignored(resource):
+                continue
+            wanted.append((resource, amount, f"Insufficient {resource}"))
+        return tuple(wanted)
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        state.write(self._key, self._wanted(pod))
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        wanted: tuple[tuple[str, int, str], ...] | None = state.read(self._key)
+        if wanted is None:
+            wanted = self._wanted(pod)
+            state.write(self._key, wanted)
+        allocatable = node.node.allocatable
+        # Built only on a rejection: most nodes fit, and this runs for each of them.
+        reasons: list[str] | None = None
+        beyond_node = False
+        if len(node.pods) + 1 > allocatable.get(PODS, 0):
+            reasons = [REASON_TOO_MANY_PODS]
+        requested = node.requested
+        for resource, amount, reason in wanted:
+            capacity = allocatable.get(resource, 0)
+            if amount > capacity - requested.get(resource, 0):
+                if reasons is None:
+                    reasons = [reason]
+                else:
+                    reasons.append(reason)
+                beyond_node = beyond_node or amount > capacity
+        if reasons is None:
+            return None
+        # A request larger than the whole node cannot be met by evicting anything.
+        return unresolvable(*reasons) if beyond_node else unschedulable(*reasons)
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    """Free share of the capacity on 0..100 (0 once the node is over-committed)."""
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+class LeastAllocated:
+    """LeastRequestedPriority: prefer the node with the most cpu and memory left.
+
+    Upstream's NodeResourcesLeastAllocated (today the LeastAllocated scoring strategy of
+    NodeResourcesFit) with its default resources, cpu and memory of weight 1. It counts
+    the *non-zero* requests (100m cpu and 200Mi memory for a container that asks for
+    none) so that best-effort pods still spread; a resource the node has none of is left
+    out of the average.
+    """
+
+    name = "NodeResourcesLeastAllocated"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+        self._key = f"PreScore{self.name}"
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        state.write(self._key, (pod.nonzero_cpu, pod.nonzero_memory))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        wanted: tuple[int, int] | None = state.read(self._key)
+        pod_cpu, pod_memory = wanted or (pod.nonzero_cpu, pod.nonzero_memory)
+        allocatable = node.node.allocatable
+        total = 0
+        weight = 0
+        cpu = allocatable.get(CPU, 0)
+        if cpu:
+            total += least_requested_score(node.nonzero_cpu + pod_cpu, cpu)
+            weight += 1
+        memory = allocatable.get(MEMORY, 0)
+        if memory:
+            total += least_requested_score(node.nonzero_memory + pod_memory, memory)
+            weight += 1
+        return total // weight if weight else 0
+
+
+class BalancedAllocation:
+    """BalancedResourceAllocation: prefer the node whose cpu and memory use stay even.
+
+    Upstream's NodeResourcesBalancedAllocation with its default resources: the fractions
+    requested/allocatable of cpu and memory (actual requests, capped at 1, a resource the
+    node has none of left out) give a standard deviation, here ``|f1 - f2| / 2``, and the
+    score is ``int((1 - std) * 100)``. A best-effort pod (no cpu, no memory request) is
+    skipped at pre-score, as upstream does since 1.32, so it does not pile onto one node.
+    """
+
+    name = "NodeResourcesBalancedAllocation"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+        self._key = f"PreScore{self.name}"
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        cpu = pod.requests.get(CPU, 0)
+        memory = pod.requests.get(MEMORY, 0)
+        if cpu == 0 and memory == 0:
+            return SKIP
+        state.write(self._key, (cpu, memory))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        wanted: tuple[int, int] | None = state.read(self._key)
+        pod_cpu, pod_memory = wanted or (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0))
+        if pod_cpu == 0 and pod_memory == 0:
+            return 0
+        allocatable = node.node.allocatable
+        requested = node.requested
+        fractions: list[float] = []
+        for resource, amount in ((CPU, pod_cpu), (MEMORY, pod_memory)):
+            capacity = allocatable.get(resource, 0)
+            if capacity == 0:
+                continue
+            fraction = float(requested.get(resource, 0) + amount) / float(capacity)
+            fractions.append(min(fraction, 1.0))
+        std = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
+        return int((1 - std) * MAX_NODE_SCORE)

@@ -1,0 +1,72 @@
+"""PodToleratesNodeTaints and TaintTolerationPriority (upstream's TaintToleration).
+
+The filter rejects a node with a ``NoSchedule`` or ``NoExecute`` taint the pod does not
+tolerate; the score counts the ``PreferNoSchedule`` taints it does not tolerate and
+normalizes in reverse, so the node with the fewest wins.
+
+The rejection names the first untolerated taint, ``node(s) had untolerated taint
+{key: value}``, the wording volsched's users search for (kube-scheduler releases since
+1.28 shorten it to ``node(s) had untolerated taint(s)``; the named form tells an operator
+which taint to tolerate).
+"""
+
+from __future__ import annotations
+
+from cache.cluster import ClusterCache
+from cache.node_info import NodeInfo
+from cache.objects.core import Pod, Toleration
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.status import SUCCESS, Status, unresolvable
+from scheduling.plugins.normalize import default_normalize
+
+MAX_NODE_SCORE = 100
+_HARD_EFFECTS = ("NoSchedule", "NoExecute")
+PREFER_NO_SCHEDULE = "PreferNoSchedule"
+
+
+def untolerated_reason(key: str, value: str) -> str:
+    return f"node(s) had untolerated taint {{{key}: {value}}}"
+
+
+class TaintToleration:
+    """Filter + score. A rejection is UnschedulableAndUnresolvable: evictions do not
+    remove taints."""
+
+    name = "TaintToleration"
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+        self._score_key = f"PreScore{self.name}"
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        tolerations = pod.tolerations
+        for taint in node.node.taints:
+            if taint.effect not in _HARD_EFFECTS:
+                continue
+            if not any(toleration.tolerates(taint) for toleration in tolerations):
+                return unresolvable(untolerated_reason(taint.key, taint.value))
+        return None
+
+    @staticmethod
+    def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:
+        # An empty effect tolerates every effect, PreferNoSchedule included.
+        return tuple(t for t in pod.tolerations if t.effect in ("", PREFER_NO_SCHEDULE))
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        state.write(self._score_key, self._prefer_no_schedule_tolerations(pod))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        tolerations: tuple[Toleration, ...] | None = state.read(self._score_key)
+        if tolerations is None:
+            tolerations = self._prefer_no_schedule_tolerations(pod)
+        count = 0
+        for taint in node.node.taints:
+            if taint.effect != PREFER_NO_SCHEDULE:
+                continue
+            if not any(toleration.tolerates(taint) for toleration in tolerations):
+                count += 1
+        return count
+
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:
+        default_normalize(scores, MAX_NODE_SCORE, reverse=True)
