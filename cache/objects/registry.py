@@ -12,6 +12,8 @@ from typing import Any
 
 from cache.objects.core import parse_node, parse_pod
 from cache.objects.fields import Raw
+from cache.objects.replicated import API_VERSION as REPLICATED_API_VERSION
+from cache.objects.replicated import parse_replica, parse_storage_node, parse_volume
 from cache.objects.storage import (
     parse_csi_driver,
     parse_csi_node,
@@ -66,6 +68,9 @@ KINDS: dict[str, KindInfo] = {
         KindInfo(
             "PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False, parse_priority_class
         ),
+        KindInfo("StorageNode", REPLICATED_API_VERSION, "storagenodes", False, parse_storage_node),
+        KindInfo("Volume", REPLICATED_API_VERSION, "volumes", False, parse_volume),
+        KindInfo("Replica", REPLICATED_API_VERSION, "replicas", False, parse_replica),
     )
 }
 
