@@ -1,5 +1,8 @@
 """``volsched``: the command line.
 
+    volsched run [--kubeconfig FILE] [--config FILE]
+    volsched demo
+    volsched migrate [--config FILE | --database PATH]
     volsched simulate FILE... [--policy P] [--config C] [--seed N] [--now T] [-o json|table]
     volsched explain NAMESPACE/POD FILE... [same options]
 
@@ -11,9 +14,12 @@ config).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import logging
 import os
 import random
+import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -129,12 +135,61 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from daemon.app import open_daemon, run_until_signalled
+    from daemon.kube_client import KubeClient
+
+    settings = load_settings(args.config)
+    _configure_logging(args.verbose)
+    kubeconfig = args.kubeconfig or settings.kubeconfig
+
+    async def main() -> None:
+        client = await KubeClient.connect(kubeconfig)
+        try:
+            daemon = await open_daemon(settings, client)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, stop.set)
+            await run_until_signalled(daemon, stop)
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from cache.store import migrate
+
+    path = args.database or load_settings(args.config).database.path
+    revision = migrate(path)
+    print(f"{path}: schema at revision {revision}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="volsched",
         description="A storage-aware Kubernetes scheduler.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = commands.add_parser("run", help="run the scheduler daemon against a cluster")
+    run.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or in-cluster)")
+    run.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
+    run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    run.set_defaults(handler=cmd_run)
+    migrate = commands.add_parser("migrate", help="create or upgrade the SQLite database schema")
+    migrate.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
+    migrate.add_argument("--database", metavar="PATH", help="database file (overrides config)")
+    migrate.set_defaults(handler=cmd_migrate)
     simulate = commands.add_parser(
         "simulate", help="decide every pending pod of a snapshot and print where it goes"
     )

@@ -46,6 +46,7 @@ class Decision:
     evaluated: list[str] = field(default_factory=list)
     state: CycleState = field(default_factory=CycleState)
     unresolvable: bool = False
+    failed_plugins: set[str] = field(default_factory=set)
 
 
 def num_feasible_nodes_to_find(percentage: int, all_nodes: int) -> int:
@@ -133,6 +134,7 @@ class Scheduler:
                 decision.unresolvable = (
                     pre_filter_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
                 )
+                decision.failed_plugins.add(pre_filter_status.plugin)
             return decision
 
         nodes = all_nodes
@@ -140,6 +142,7 @@ class Scheduler:
             names, plugins = allowed
             absent = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
             nodes = [info for info in all_nodes if info.name in names]
+            decision.failed_plugins.update(plugins)
             for info in all_nodes:
                 if info.name not in names:
                     decision.filtered[info.name] = [absent]
@@ -221,6 +224,7 @@ class Scheduler:
                     return []
                 filtered[info.name] = list(status.reasons)
                 rejected_by[info.name] = predicate.policy_name
+                decision.failed_plugins.add(predicate.plugin.name)
                 break
             else:
                 feasible.append(info)

@@ -1,0 +1,281 @@
+"""``volsched run``: the daemon, assembled.
+
+Start-up order matters and is the reason this module exists:
+
+1. open the SQLite store (a broken file is moved aside and rebuilt, never a crash loop);
+2. load both cache layers from it — with a warm database the daemon is ready to
+   schedule before the first watch event;
+3. start one list+watch per kind, resuming from the stored resourceVersions;
+4. finish or roll back the binding journal's open intents against the API server;
+5. start the scheduling loop and the HTTP endpoints.
+
+Shutdown is the reverse, with a grace period for in-flight binding cycles and a final
+database flush.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from cache.cluster import ClusterCache
+from cache.store import OpenResult, Store
+from daemon.binding import Binder, BindingSettings
+from daemon.config import Settings
+from daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
+from daemon.ingest import Ingest
+from daemon.kube_client import KubeClient
+from daemon.loop import SchedulingLoop
+from daemon.metrics import Metrics
+from daemon.policy_file import load_policy_file
+from daemon.queueing import SchedulingQueue
+from daemon.recovery import RecoveryReport, recover
+from daemon.reporting import Reporter
+from daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
+from scheduling.framework.runner import Scheduler
+from scheduling.policy import default_policy
+from scheduling.profile_builder import PluginSet, build_profile
+from scheduling.storage_placement import (
+    REPLICATED_PROVISIONER,
+    ReplicaContext,
+    ReplicatedProvisioner,
+)
+
+log = logging.getLogger("volsched")
+
+STUCK_LOOP_SECONDS = 30.0
+
+
+@dataclass(slots=True)
+class DaemonOptions:
+    watch: WatchSettings = field(default_factory=WatchSettings)
+    grace_seconds: float = 30.0
+    seed: int | None = None
+    instance: str = field(default_factory=socket.gethostname)
+    clock: Callable[[], float] = time.time
+
+
+class Daemon:
+    def __init__(
+        self,
+        settings: Settings,
+        client: KubeClient,
+        store: Store,
+        opened: OpenResult,
+        options: DaemonOptions | None = None,
+    ) -> None:
+        self.settings = settings
+        self.client = client
+        self.store = store
+        self.opened = opened
+        self.options = options or DaemonOptions()
+        self.metrics = Metrics()
+        self.cluster = ClusterCache()
+        clock = self.options.clock
+        self.queue = SchedulingQueue(
+            self.cluster.pod_priority,
+            time.monotonic,
+            settings.backoff.initial_seconds,
+            settings.backoff.max_seconds,
+        )
+        self.ingest = Ingest(
+            self.cluster,
+            self.queue,
+            settings.scheduler_name,
+            store,
+            on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
+        )
+        self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
+        self.plugins = PluginSet(
+            self.cluster, {REPLICATED_PROVISIONER: ReplicatedProvisioner(self.replicas)}
+        )
+        self.scheduler = self._build_scheduler()
+        self.reporter = Reporter(client, settings.scheduler_name, self.options.instance, clock)
+        self.binder = Binder(
+            client,
+            self.cluster,
+            self.ingest,
+            self.scheduler,
+            self.queue,
+            self.reporter,
+            store,
+            BindingSettings(bind_timeout_seconds=settings.bind_timeout_seconds),
+        )
+        self.loop = SchedulingLoop(
+            self.cluster,
+            self.scheduler,
+            self.queue,
+            self.binder,
+            self.reporter,
+            self.metrics,
+            settings.scheduler_name,
+            settings.parallelism,
+        )
+        self.watchers: list[KindWatcher] = []
+        self._resume: dict[str, str] = {}
+        self.warm = False
+        self.recovered: RecoveryReport | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._runner: web.AppRunner | None = None
+        self.ready = asyncio.Event()
+        self.metrics.on_scrape(self._collect)
+
+    def _build_scheduler(self) -> Scheduler:
+        # The storage rules only act on pods with replicated volumes (they skip the
+        # rest), so the daemon's default policy always carries them.
+        policy_file = self.settings.policy_file
+        spec = load_policy_file(policy_file) if policy_file else default_policy(with_storage=True)
+        profile = build_profile(spec, self.plugins, self.settings.percentage_of_nodes_to_score)
+        return Scheduler(self.cluster, profile, random.Random(self.options.seed))
+
+    # -- state -----------------------------------------------------------------------
+
+    def synced(self) -> bool:
+        return all(w.state.synced for w in self.watchers)
+
+    def _collect(self) -> None:
+        metrics = self.metrics
+        for queue, length in self.queue.lengths().items():
+            metrics.pending_pods.labels(queue=queue).set(length)
+        metrics.sync_incoming(self.queue.stats.incoming)
+        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+            metrics.cache_objects.labels(kind=kind).set(sum(1 for _ in self.cluster.objects(kind)))
+        metrics.assumed_objects.labels(kind="Pod").set(len(self.cluster.assumed_pods))
+        metrics.assumed_objects.labels(kind="PersistentVolume").set(
+            len(self.cluster.pvs.assumed_keys())
+        )
+        metrics.assumed_objects.labels(kind="PersistentVolumeClaim").set(
+            len(self.cluster.pvcs.assumed_keys())
+        )
+        stats = self.store.stats
+        metrics.database_pending.set(stats.pending)
+        metrics.journal_depth.set(stats.journal_depth)
+
+    def health(self) -> HealthChecks:
+        def loop_alive() -> str | None:
+            age = time.monotonic() - self.loop.heartbeat
+            return None if age < STUCK_LOOP_SECONDS else f"no progress for {age:.0f}s"
+
+        def caches() -> str | None:
+            if self.warm or self.synced():
+                return None
+            waiting = [w.kind for w in self.watchers if not w.state.synced]
+            return "waiting for " + ", ".join(waiting[:5])
+
+        def database() -> str | None:
+            return None if self.store.is_open else "closed"
+
+        return HealthChecks(
+            live=[Check("loop", loop_alive)],
+            ready=[Check("informer-sync", caches), Check("database", database)],
+            metrics=self.metrics.render,
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def load_from_disk(self) -> None:
+        started = time.perf_counter()
+        stored = await self.store.load()
+        count = 0
+        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+            for raw in stored.objects.get(kind, {}).values():
+                self.ingest.upsert(kind, raw, persist=False)
+                count += 1
+        self.warm = count > 0 and bool(stored.resume_points)
+        self._resume = dict(stored.resume_points)
+        log.info(
+            "database %s: %d objects loaded in %.2fs (%s start)",
+            self.settings.database.path,
+            count,
+            time.perf_counter() - started,
+            "warm" if self.warm else "cold",
+        )
+
+    async def start(self, serve_http: bool = True) -> None:
+        await self.load_from_disk()
+        watch = self.options.watch
+        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+            watcher = KindWatcher(
+                kind,
+                self.client,
+                self.ingest,
+                self.store,
+                watch,
+                resume_from=self._resume.get(kind, "") if self.warm else "",
+                on_restart=lambda k: self.metrics.watch_restarts.labels(kind=k).inc(),
+                optional=kind in STORAGE_KINDS,
+            )
+            self.watchers.append(watcher)
+            self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {kind}"))
+        if serve_http:
+            self._runner = await serve(health_app(self.health()), self.settings.http.address)
+        if not self.warm:
+            await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
+        self.recovered = await recover(self.binder)
+        self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
+        self.ready.set()
+
+    @property
+    def http_port(self) -> int:
+        assert self._runner is not None
+        return bound_port(self._runner)
+
+    async def stop(self) -> None:
+        """Stop taking pods, let bindings finish within the grace period, flush, close."""
+        unfinished = await self.loop.drain(self.options.grace_seconds)
+        if unfinished:
+            log.warning("%d binding cycle(s) cut short by shutdown", unfinished)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        await self.store.close()
+
+
+async def open_daemon(
+    settings: Settings, client: KubeClient, options: DaemonOptions | None = None
+) -> Daemon:
+    store, opened = await Store.open(settings.database.path)
+    if opened.state == "rebuilt":
+        log.warning(
+            "database %s was unreadable; moved to %s and rebuilt from the API server",
+            settings.database.path,
+            opened.moved_to,
+        )
+    return Daemon(settings, client, store, opened, options)
+
+
+async def run_until_signalled(daemon: Daemon, stop: asyncio.Event) -> None:
+    await daemon.start()
+    log.info(
+        "volsched ready: scheduler %r, http on %s",
+        daemon.settings.scheduler_name,
+        daemon.settings.http.address,
+    )
+    await stop.wait()
+    log.info("shutting down")
+    await daemon.stop()
+
+
+def stored_pod_keys(daemon: Daemon) -> list[str]:
+    return sorted(daemon.cluster.pods)
+
+
+def describe(daemon: Daemon) -> dict[str, Any]:
+    return {
+        "warm": daemon.warm,
+        "synced": daemon.synced(),
+        "queue": daemon.queue.lengths(),
+        "in_flight": daemon.loop.in_flight,
+    }

@@ -1,0 +1,385 @@
+"""The binding cycle: make the API server agree with a decision, or undo it.
+
+BindPodVolumes then the pod binding, after kube-scheduler, with a journal around it:
+
+1. write the intent (pod, node, PV prebinds, claim annotations, replicas) to the journal;
+2. PUT each chosen PV with its claimRef and ``pv.kubernetes.io/bound-by-controller``,
+   using the resourceVersion it was chosen at, so a concurrent change is a 409;
+3. PUT each claim to provision with ``volume.kubernetes.io/selected-node``;
+4. create the Replica objects of replicated volumes provisioned for the pod;
+5. wait until every claim is fully bound (PV controller) — failing early if the pod is
+   deleted, a claimRef is reset, or the selected-node annotation is removed or changed;
+6. POST the pod's ``binding`` subresource; clear the intent.
+
+Any failure reverts the assume layer, undoes the API writes that would otherwise leave
+a PV prebound to a pod that was not placed, records FailedScheduling and requeues the
+pod with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cache.cluster import ClusterCache
+from cache.errors import ApiError, Conflict, NotFound
+from cache.objects.storage import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
+from daemon.ingest import Ingest
+from daemon.kube_client import KubeClient
+from daemon.queueing import SchedulingQueue
+from daemon.reporting import Reporter
+from scheduling.framework.runner import Decision, Scheduler
+from scheduling.plugins.volume_binding import assumed_volumes
+from scheduling.storage_placement import ReplicaPlan
+
+log = logging.getLogger("volsched.binding")
+
+REPLICA_API_VERSION = "volsched.io/v1alpha1"
+
+
+class Journal(Protocol):
+    async def journal_open(self, pod: str, node: str, intent: Mapping[str, Any]) -> int: ...
+    async def journal_update(
+        self, entry_id: int, *, state: str | None = None, intent: Mapping[str, Any] | None = None
+    ) -> None: ...
+    async def journal_close(self, entry_id: int) -> None: ...
+    async def journal_pending(self) -> list[Any]: ...
+
+
+class BindingFailed(Exception):
+    """The binding cycle cannot complete; the message is what the user sees."""
+
+
+@dataclass(slots=True)
+class Intent:
+    """What a binding cycle is about to write; stored in the journal before any write."""
+
+    pod: str
+    pod_uid: str
+    node: str
+    prebinds: list[dict[str, Any]] = field(default_factory=list)
+    provisions: list[dict[str, Any]] = field(default_factory=list)
+    replicas: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "pod": self.pod,
+            "podUID": self.pod_uid,
+            "node": self.node,
+            "prebinds": self.prebinds,
+            "provisions": self.provisions,
+            "replicas": self.replicas,
+        }
+
+
+def intent_for(decision: Decision) -> Intent:
+    assert decision.node is not None
+    pod = decision.pod
+    intent = Intent(pod.meta.key, pod.meta.uid, decision.node)
+    assumed = assumed_volumes(decision.state)
+    if assumed is None:
+        return intent
+    for binding in assumed.bindings:
+        claim = binding.claim
+        intent.prebinds.append(
+            {
+                "pv": binding.pv.meta.name,
+                "pvResourceVersion": binding.pv.meta.resource_version,
+                "claim": claim.key,
+                "claimUID": claim.meta.uid,
+            }
+        )
+    for claim in assumed.provisions:
+        intent.provisions.append(
+            {"claim": claim.key, "claimResourceVersion": claim.meta.resource_version}
+        )
+        plan = assumed.plans.get(claim.key)
+        if isinstance(plan, ReplicaPlan):
+            volume = plan.placement.volume
+            for index, placement in enumerate(plan.placement.placed):
+                intent.replicas.append(
+                    {
+                        "name": f"{volume}-r-{secrets.token_hex(4)}",
+                        "volume": volume,
+                        "node": placement.node,
+                        "disk": placement.disk,
+                        "primary": placement.node == decision.node
+                        or (
+                            index == 0
+                            and all(p.node != decision.node for p in plan.placement.placed)
+                        ),
+                    }
+                )
+    return intent
+
+
+@dataclass(slots=True)
+class BindingSettings:
+    bind_timeout_seconds: float = 600.0
+    poll_seconds: float = 0.05
+
+
+class Binder:
+    def __init__(
+        self,
+        client: KubeClient,
+        cluster: ClusterCache,
+        ingest: Ingest,
+        scheduler: Scheduler,
+        queue: SchedulingQueue,
+        reporter: Reporter,
+        journal: Journal,
+        settings: BindingSettings,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.ingest = ingest
+        self.scheduler = scheduler
+        self.queue = queue
+        self.reporter = reporter
+        self.journal = journal
+        self.settings = settings
+        self.sleep = sleep
+        self.clock = clock
+
+    async def bind(self, decision: Decision) -> bool:
+        """Run the whole binding cycle; True when the pod ended up bound."""
+        intent = intent_for(decision)
+        pod = decision.pod
+        entry = await self.journal.journal_open(intent.pod, intent.node, intent.as_json())
+        done: dict[str, list[str]] = {"prebinds": [], "provisions": [], "replicas": []}
+        try:
+            await self._prebind(intent, done)
+            await self._annotate(intent, done)
+            await self._create_replicas(intent, done)
+            if intent.prebinds or intent.provisions:
+                await self.journal.journal_update(entry, state="waiting")
+                await self._wait_bound(intent)
+            await self._bind_pod(intent)
+        except (BindingFailed, ApiError) as exc:
+            message = str(exc)
+            log.info("binding %s to %s failed: %s", intent.pod, intent.node, message)
+            self.scheduler.unreserve(decision)
+            await self.undo(intent, done)
+            await self.journal.journal_close(entry)
+            await self.reporter.failed(pod, message, "SchedulerError")
+            self.queue.requeue_error(pod)
+            return False
+        await self.journal.journal_close(entry)
+        self.queue.done(pod.meta.key)
+        await self.reporter.scheduled(pod, intent.node)
+        return True
+
+    # -- steps -----------------------------------------------------------------------
+
+    async def _prebind(self, intent: Intent, done: dict[str, list[str]]) -> None:
+        for prebind in intent.prebinds:
+            raw = self.ingest.raw_object("PersistentVolume", prebind["pv"])
+            if raw is None:
+                raise BindingFailed(f'persistentvolume "{prebind["pv"]}" not found')
+            meta = raw.setdefault("metadata", {})
+            # Write at the version the decision was made on: anything newer is a 409.
+            meta["resourceVersion"] = str(prebind["pvResourceVersion"])
+            meta.setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
+            namespace, name = prebind["claim"].split("/", 1)
+            claim = self.cluster.pvcs.get_api(prebind["claim"])
+            raw.setdefault("spec", {})["claimRef"] = {
+                "kind": "PersistentVolumeClaim",
+                "apiVersion": "v1",
+                "namespace": namespace,
+                "name": name,
+                "uid": prebind["claimUID"],
+                "resourceVersion": str(claim.meta.resource_version) if claim else "",
+            }
+            updated = await self.client.replace("PersistentVolume", raw)
+            updated.setdefault("kind", "PersistentVolume")
+            self.ingest.upsert("PersistentVolume", updated)
+            done["prebinds"].append(prebind["pv"])
+
+    async def _annotate(self, intent: Intent, done: dict[str, list[str]]) -> None:
+        for provision in intent.provisions:
+            raw = self.ingest.raw_object("PersistentVolumeClaim", provision["claim"])
+            if raw is None:
+                raise BindingFailed(f'persistentvolumeclaim "{provision["claim"]}" not found')
+            meta = raw.setdefault("metadata", {})
+            meta["resourceVersion"] = str(provision["claimResourceVersion"])
+            meta.setdefault("annotations", {})[ANN_SELECTED_NODE] = intent.node
+            updated = await self.client.replace("PersistentVolumeClaim", raw)
+            updated.setdefault("kind", "PersistentVolumeClaim")
+            self.ingest.upsert("PersistentVolumeClaim", updated)
+            done["provisions"].append(provision["claim"])
+
+    async def _create_replicas(self, intent: Intent, done: dict[str, list[str]]) -> None:
+        for replica in intent.replicas:
+            body = {
+                "apiVersion": REPLICA_API_VERSION,
+                "kind": "Replica",
+                "metadata": {"name": replica["name"]},
+                "spec": {
+                    "volumeName": replica["volume"],
+                    "nodeID": replica["node"],
+                    "diskID": replica["disk"],
+                    "primary": replica["primary"],
+                },
+            }
+            created = await self.client.create("Replica", body)
+            created.setdefault("kind", "Replica")
+            self.ingest.upsert("Replica", created)
+            done["replicas"].append(replica["name"])
+
+    def _check_bound(self, intent: Intent) -> bool:
+        """True when every claim is fully bound; raises when binding can no longer work."""
+        cluster = self.cluster
+        pod = cluster.pods.get(intent.pod)
+        if pod is None or pod.meta.uid != intent.pod_uid or pod.meta.deletion_timestamp:
+            raise BindingFailed(f"pod {intent.pod} was deleted while its volumes were binding")
+        complete = True
+        for prebind in intent.prebinds:
+            pv = cluster.pvs.get_api(prebind["pv"])
+            ref = pv.claim_ref if pv is not None else None
+            if pv is None or ref is None or f"{ref.namespace}/{ref.name}" != prebind["claim"]:
+                raise BindingFailed(
+                    f'persistentvolume "{prebind["pv"]}" lost its claimRef to {prebind["claim"]}'
+                )
+            claim = cluster.pvcs.get_api(prebind["claim"])
+            if claim is None or not claim.fully_bound:
+                complete = False
+        for provision in intent.provisions:
+            claim = cluster.pvcs.get_api(provision["claim"])
+            if claim is None:
+                raise BindingFailed(f'persistentvolumeclaim "{provision["claim"]}" was deleted')
+            if claim.fully_bound:
+                continue
+            if claim.meta.annotations.get(ANN_SELECTED_NODE) != intent.node:
+                raise BindingFailed(
+                    f"provisioning of {provision['claim']} was rescheduled away from {intent.node}"
+                )
+            complete = False
+        return complete
+
+    async def _wait_bound(self, intent: Intent) -> None:
+        deadline = self.clock() + self.settings.bind_timeout_seconds
+        while not self._check_bound(intent):
+            if self.clock() >= deadline:
+                raise BindingFailed(
+                    f"binding volumes: timed out waiting for the condition ({intent.pod})"
+                )
+            await self.sleep(self.settings.poll_seconds)
+
+    async def _bind_pod(self, intent: Intent) -> None:
+        namespace, name = intent.pod.split("/", 1)
+        try:
+            await self.client.bind_pod(namespace, name, intent.pod_uid, intent.node)
+        except Conflict:
+            # Already assigned: fine if it is where we put it (a retry after a lost reply).
+            current = await self.client.get("Pod", name, namespace)
+            if (current.get("spec") or {}).get("nodeName") != intent.node:
+                raise
+        except NotFound:
+            raise BindingFailed(f"pod {intent.pod} no longer exists") from None
+
+    # -- undo ------------------------------------------------------------------------
+
+    async def undo(self, intent: Intent, done: Mapping[str, list[str]] | None = None) -> None:
+        """Take back API writes that would outlive the failed binding.
+
+        A PV stays with its claim only if the PV controller already bound them (rolling
+        forward is what the user wants); otherwise its claimRef is cleared. A claim that
+        has no volume yet loses the selected-node annotation. Replicas created for a
+        volume that was never provisioned are deleted.
+        """
+        prebinds = (
+            intent.prebinds
+            if done is None
+            else [p for p in intent.prebinds if p["pv"] in done["prebinds"]]
+        )
+        for prebind in prebinds:
+            await self._release_pv(prebind["pv"], prebind["claim"])
+        provisions = (
+            intent.provisions
+            if done is None
+            else [p for p in intent.provisions if p["claim"] in done["provisions"]]
+        )
+        for provision in provisions:
+            await self._release_claim(provision["claim"], intent.node)
+        replicas = (
+            intent.replicas
+            if done is None
+            else [r for r in intent.replicas if r["name"] in done["replicas"]]
+        )
+        for replica in replicas:
+            if self.cluster.pvs.get_api(replica["volume"]) is None:
+                try:
+                    await self.client.delete("Replica", replica["name"])
+                except NotFound:
+                    pass
+                except ApiError as exc:
+                    log.warning("could not delete replica %s: %s", replica["name"], exc)
+                self.ingest.delete_key("Replica", replica["name"])
+
+    async def _release_pv(self, pv_name: str, claim_key: str) -> None:
+        for _attempt in range(3):
+            try:
+                raw = await self.client.get("PersistentVolume", pv_name)
+            except NotFound:
+                return
+            ref = (raw.get("spec") or {}).get("claimRef") or {}
+            if f"{ref.get('namespace')}/{ref.get('name')}" != claim_key:
+                return
+            claim = self.cluster.pvcs.get_api(claim_key)
+            if claim is not None and claim.volume_name == pv_name and claim.fully_bound:
+                return
+            try:
+                claim_raw = await self.client.get(
+                    "PersistentVolumeClaim", *reversed(claim_key.split("/", 1))
+                )
+                annotations = (claim_raw.get("metadata") or {}).get("annotations") or {}
+                if (claim_raw.get("spec") or {}).get("volumeName") == pv_name and (
+                    ANN_BIND_COMPLETED in annotations
+                ):
+                    return
+            except NotFound:
+                pass
+            raw["spec"].pop("claimRef", None)
+            (raw.get("metadata") or {}).get("annotations", {}).pop(ANN_BOUND_BY_CONTROLLER, None)
+            try:
+                updated = await self.client.replace("PersistentVolume", raw)
+            except Conflict:
+                continue
+            except ApiError as exc:
+                log.warning("could not release PV %s: %s", pv_name, exc)
+                return
+            updated.setdefault("kind", "PersistentVolume")
+            self.ingest.upsert("PersistentVolume", updated)
+            return
+
+    async def _release_claim(self, claim_key: str, node: str) -> None:
+        namespace, name = claim_key.split("/", 1)
+        try:
+            raw = await self.client.get("PersistentVolumeClaim", name, namespace)
+        except NotFound:
+            return
+        if (raw.get("spec") or {}).get("volumeName"):
+            return
+        annotations = (raw.get("metadata") or {}).get("annotations") or {}
+        if annotations.get(ANN_SELECTED_NODE) != node:
+            return
+        try:
+            updated = await self.client.patch(
+                "PersistentVolumeClaim",
+                name,
+                {"metadata": {"annotations": {ANN_SELECTED_NODE: None}}},
+                namespace=namespace,
+            )
+        except ApiError as exc:
+            log.warning("could not release claim %s: %s", claim_key, exc)
+            return
+        updated.setdefault("kind", "PersistentVolumeClaim")
+        self.ingest.upsert("PersistentVolumeClaim", updated)

@@ -1,0 +1,159 @@
+"""From API events to state: typed views into the cluster cache, raw JSON into the store,
+and the scheduling queue told which pods arrived and which cluster events happened.
+
+Objects that do not parse are logged and skipped (with a counter), never fatal: one bad
+object must not stop the scheduler.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from cache.cluster import ClusterCache
+from cache.errors import ObjectError
+from cache.objects.core import Node, Pod
+from cache.objects.registry import KINDS
+from daemon.queueing import SchedulingQueue
+
+log = logging.getLogger("volsched.ingest")
+
+Raw = dict[str, Any]
+# Kinds whose raw JSON the binder needs to write whole objects back (PUT).
+RAW_KEPT = ("PersistentVolume", "PersistentVolumeClaim")
+
+
+class StoreSink(Protocol):
+    def put_object(self, kind: str, key: str, raw: Mapping[str, Any]) -> None: ...
+    def delete_object(self, kind: str, key: str) -> None: ...
+    def set_resume_point(self, kind: str, resource_version: str) -> None: ...
+    def replace_kind(
+        self, kind: str, objects: Mapping[str, Mapping[str, Any]], resource_version: str
+    ) -> None: ...
+
+
+def object_key(raw: Mapping[str, Any], namespaced: bool) -> str:
+    meta = raw.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    if namespaced:
+        return f"{meta.get('namespace') or 'default'}/{name}"
+    return name
+
+
+def _node_changed(old: Node | None, new: Node) -> bool:
+    return (
+        old is None
+        or old.meta.labels != new.meta.labels
+        or old.taints != new.taints
+        or old.allocatable != new.allocatable
+        or old.unschedulable != new.unschedulable
+        or old.ready != new.ready
+    )
+
+
+class Ingest:
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        queue: SchedulingQueue | None,
+        scheduler_name: str,
+        store: StoreSink | None = None,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
+        self.cluster = cluster
+        self.queue = queue
+        self.scheduler_name = scheduler_name
+        self.store = store
+        self.raw: dict[str, dict[str, str]] = {kind: {} for kind in RAW_KEPT}
+        self._on_error = on_error
+
+    def raw_object(self, kind: str, key: str) -> Raw | None:
+        """The last raw JSON seen for a PV or PVC (to write it back whole)."""
+        text = self.raw.get(kind, {}).get(key)
+        return json.loads(text) if text is not None else None
+
+    def _parse(self, kind: str, raw: Mapping[str, Any]) -> Any | None:
+        try:
+            return KINDS[kind].parse(raw)
+        except ObjectError as exc:
+            log.warning("skipping a malformed object: %s", exc)
+            if self._on_error is not None:
+                self._on_error(kind)
+            return None
+
+    def ours(self, pod: Pod) -> bool:
+        return (
+            not pod.node_name
+            and not pod.terminal
+            and pod.meta.deletion_timestamp is None
+            and pod.scheduler_name == self.scheduler_name
+        )
+
+    # -- events ----------------------------------------------------------------------
+
+    def upsert(self, kind: str, raw: Mapping[str, Any], persist: bool = True) -> None:
+        view = self._parse(kind, raw)
+        if view is None:
+            return
+        key = view.meta.key
+        old = self.cluster.get(kind, key)
+        self.cluster.upsert(kind, view)
+        if kind in self.raw:
+            self.raw[kind][key] = json.dumps(raw, separators=(",", ":"))
+        if persist and self.store is not None:
+            self.store.put_object(kind, key, raw)
+        self._notify(kind, old, view)
+
+    def delete(self, kind: str, raw: Mapping[str, Any], persist: bool = True) -> None:
+        key = object_key(raw, KINDS[kind].namespaced)
+        self.delete_key(kind, key, persist)
+
+    def delete_key(self, kind: str, key: str, persist: bool = True) -> None:
+        old = self.cluster.get(kind, key)
+        self.cluster.delete(kind, key)
+        if kind in self.raw:
+            self.raw[kind].pop(key, None)
+        if persist and self.store is not None:
+            self.store.delete_object(kind, key)
+        if old is None or self.queue is None:
+            return
+        if kind == "Pod":
+            self.queue.delete(key)
+            if old.node_name:
+                self.queue.on_cluster_event("AssignedPodDelete")
+        else:
+            self.queue.on_cluster_event(kind)
+
+    def replace(self, kind: str, items: Iterable[Mapping[str, Any]], resource_version: str) -> int:
+        """A relist: exactly these objects exist now. Returns how many vanished."""
+        namespaced = KINDS[kind].namespaced
+        fresh = {object_key(item, namespaced): item for item in items}
+        vanished = [obj.meta.key for obj in self.cluster.objects(kind) if obj.meta.key not in fresh]
+        for key in vanished:
+            self.delete_key(kind, key, persist=False)
+        for item in fresh.values():
+            self.upsert(kind, item, persist=False)
+        if self.store is not None:
+            self.store.replace_kind(kind, fresh, resource_version)
+        return len(vanished)
+
+    def _notify(self, kind: str, old: Any, new: Any) -> None:
+        queue = self.queue
+        if queue is None:
+            return
+        if kind == "Pod":
+            pod: Pod = new
+            if self.ours(pod):
+                queue.update(pod) if old is not None else queue.add(pod)
+            else:
+                queue.delete(pod.meta.key)
+                if pod.node_name and (old is None or not old.node_name):
+                    queue.on_cluster_event("AssignedPodAdd")
+                if pod.terminal and old is not None and not old.terminal:
+                    queue.on_cluster_event("AssignedPodDelete")
+            return
+        if kind == "Node" and not _node_changed(old, new):
+            return
+        queue.on_cluster_event(kind)

@@ -1,0 +1,261 @@
+"""The one boundary to the API server: list, watch, get, replace, patch, create, bind.
+
+Everything above it deals in raw JSON dicts and volsched's errors (``Conflict``,
+``NotFound``, ``Gone``, ``ApiError``); everything below it is kubernetes-asyncio's
+``ApiClient`` (kubeconfig / in-cluster auth, TLS) driven with ``_preload_content=False``
+so responses stay raw JSON — no generated model objects on the hot path, and no
+deserialisation surprises:
+
+- a pod ``binding`` POST answers with a ``Status`` (201), which the generated
+  ``create_namespaced_binding`` cannot deserialise (it raises ValueError although the
+  binding succeeded); we only look at the HTTP status;
+- kubernetes-asyncio's default request timeout (300 s) would cut long watches; watches
+  here set their own read deadline so a silent stream is noticed and a live one is not
+  cut.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
+from cache.objects.registry import KINDS
+
+Raw = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    api_version: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{namespace}"
+        base += f"/{self.plural}"
+        if name:
+            base += f"/{name}"
+        if sub:
+            base += f"/{sub}"
+        return base
+
+
+EXTRA_RESOURCES = {
+    "Event": Resource("v1", "events", True),
+    "Lease": Resource("coordination.k8s.io/v1", "leases", True),
+    "CustomResourceDefinition": Resource(
+        "apiextensions.k8s.io/v1", "customresourcedefinitions", False
+    ),
+}
+
+
+def resource(kind: str) -> Resource:
+    if kind in EXTRA_RESOURCES:
+        return EXTRA_RESOURCES[kind]
+    info = KINDS[kind]
+    return Resource(info.api_version, info.plural, info.namespaced)
+
+
+def _error(status: int, body: bytes | str) -> ApiError:
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    message = text.strip()
+    try:
+        decoded = json.loads(text)
+        if isinstance(decoded, dict) and decoded.get("message"):
+            message = str(decoded["message"])
+    except ValueError:
+        pass
+    message = message[:500] or f"HTTP {status}"
+    if status == 409:
+        return Conflict(status, message)
+    if status == 404:
+        return NotFound(status, message)
+    if status == 410:
+        return Gone(status, message)
+    return ApiError(status, message)
+
+
+class KubeClient:
+    """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
+
+    def __init__(self, api_client: Any, request_timeout_seconds: float = 30.0) -> None:
+        self.api = api_client
+        self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
+
+    @classmethod
+    async def connect(cls, kubeconfig: str | None) -> KubeClient:
+        """From a kubeconfig file, or the in-cluster service account when none is given
+        and the process runs in a pod."""
+        configuration = k8s_client.Configuration()
+        try:
+            if kubeconfig:
+                await k8s_config.load_kube_config(
+                    config_file=kubeconfig,
+                    client_configuration=configuration,
+                    persist_config=False,
+                )
+            else:
+                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except (ConfigException, OSError, ValueError) as exc:
+            where = kubeconfig or "in-cluster service account"
+            raise ConfigError(f"{where}: cannot load Kubernetes credentials: {exc}") from None
+        return cls(k8s_client.ApiClient(configuration=configuration))
+
+    async def close(self) -> None:
+        await self.api.close()
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> Any:
+        try:
+            response = await self.api.call_api(
+                path,
+                method,
+                query_params=query or [],
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout or self.request_timeout,
+            )
+        except aiohttp.ClientError as exc:
+            raise ApiError(0, f"{method} {path}: {exc}") from None
+        except TimeoutError:
+            raise ApiError(0, f"{method} {path}: timed out") from None
+        return response
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> Raw:
+        response = await self._call(method, path, **kwargs)
+        async with response:
+            data = await response.read()
+            if not 200 <= response.status <= 299:
+                raise _error(response.status, data)
+        decoded = json.loads(data) if data else {}
+        if not isinstance(decoded, dict):
+            raise ApiError(response.status, f"{method} {path}: unexpected response body")
+        return decoded
+
+    async def list(
+        self,
+        kind: str,
+        namespace: str | None = None,
+        field_selector: str | None = None,
+        label_selector: str | None = None,
+    ) -> tuple[list[Raw], str]:
+        query = []
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
+        body = await self._json("GET", resource(kind).path(namespace), query=query)
+        items = body.get("items") or []
+        info = resource(kind)
+        kind_name = kind
+        for item in items:
+            # List items omit kind/apiVersion; put them back so stored objects are whole.
+            item.setdefault("kind", kind_name)
+            item.setdefault("apiVersion", info.api_version)
+        version = str((body.get("metadata") or {}).get("resourceVersion") or "")
+        return items, version
+
+    async def watch(
+        self,
+        kind: str,
+        resource_version: str,
+        timeout_seconds: int,
+        silence_seconds: float,
+        field_selector: str | None = None,
+    ) -> AsyncIterator[Raw]:
+        """Events after ``resource_version`` until the server ends the stream.
+
+        Raises ``Gone`` for 410 (as an HTTP status or an ERROR event) and ``ApiError``
+        when no byte arrives for ``silence_seconds`` (a stalled stream is a dead one).
+        """
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=silence_seconds)
+        response = await self._call("GET", resource(kind).path(), query=query, timeout=timeout)
+        async with response:
+            if not 200 <= response.status <= 299:
+                raise _error(response.status, await response.read())
+            try:
+                async for line in response.content:
+                    if not line.strip():
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        code = int(status.get("code") or 500)
+                        raise _error(code, json.dumps(status))
+                    yield event
+            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+                raise ApiError(0, f"watch {kind}: {exc}") from None
+            except TimeoutError:
+                raise ApiError(
+                    0, f"watch {kind}: no event or bookmark for {silence_seconds:g}s"
+                ) from None
+
+    async def get(self, kind: str, name: str, namespace: str | None = None) -> Raw:
+        return await self._json("GET", resource(kind).path(namespace, name))
+
+    async def replace(self, kind: str, obj: Mapping[str, Any]) -> Raw:
+        """PUT the whole object; its resourceVersion makes a concurrent change a 409."""
+        meta = obj.get("metadata") or {}
+        path = resource(kind).path(meta.get("namespace"), meta.get("name"))
+        return await self._json("PUT", path, body=dict(obj))
+
+    async def patch(
+        self,
+        kind: str,
+        name: str,
+        patch: Mapping[str, Any],
+        namespace: str | None = None,
+        subresource: str = "",
+        strategic: bool = False,
+    ) -> Raw:
+        """A merge patch; ``strategic`` for lists merged by key (pod conditions)."""
+        path = resource(kind).path(namespace, name, subresource)
+        content_type = (
+            "application/strategic-merge-patch+json"
+            if strategic
+            else "application/merge-patch+json"
+        )
+        return await self._json("PATCH", path, body=dict(patch), content_type=content_type)
+
+    async def create(self, kind: str, obj: Mapping[str, Any], namespace: str | None = None) -> Raw:
+        return await self._json("POST", resource(kind).path(namespace), body=dict(obj))
+
+    async def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        await self._json("DELETE", resource(kind).path(namespace, name))
+
+    async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
+        """POST pods/binding. The server answers 201 with a Status (not a Binding)."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        await self._json("POST", resource("Pod").path(namespace, name, "binding"), body=body)

@@ -1,0 +1,144 @@
+"""The scheduling loop: one pod at a time through a scheduling cycle, then a binding cycle
+in the background.
+
+The cycle is synchronous (no await inside), so the cluster cache cannot change under it:
+watch events are applied between cycles. Binding cycles run concurrently, bounded by
+``parallelism``, so a pod waiting for its volumes never holds up the next pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from cache.cluster import ClusterCache
+from daemon.binding import Binder
+from daemon.metrics import PROFILE, Metrics
+from daemon.queueing import QueuedPod, SchedulingQueue
+from daemon.reporting import Reporter
+from scheduling.framework.runner import Decision, Scheduler
+
+log = logging.getLogger("volsched.loop")
+
+
+class SchedulingLoop:
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        scheduler: Scheduler,
+        queue: SchedulingQueue,
+        binder: Binder,
+        reporter: Reporter,
+        metrics: Metrics,
+        scheduler_name: str,
+        parallelism: int,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cluster = cluster
+        self.scheduler = scheduler
+        self.queue = queue
+        self.binder = binder
+        self.reporter = reporter
+        self.metrics = metrics
+        self.scheduler_name = scheduler_name
+        self.monotonic = monotonic
+        self._slots = asyncio.Semaphore(parallelism)
+        self._bindings: set[asyncio.Task[None]] = set()
+        self._side_tasks: set[asyncio.Task[None]] = set()
+        self.heartbeat = monotonic()
+        self.gate: asyncio.Event = asyncio.Event()
+        self.gate.set()
+        self.stopping = False
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._bindings)
+
+    async def run(self) -> None:
+        """Forever: wait to be allowed (leader), take a pod, decide it."""
+        while not self.stopping:
+            self.heartbeat = self.monotonic()
+            await self.gate.wait()
+            try:
+                entry = await asyncio.wait_for(self.queue.pop(), timeout=1.0)
+            except TimeoutError:
+                continue
+            if self.stopping or not self.gate.is_set():
+                self.queue.requeue_error(entry.pod)
+                continue
+            await self._slots.acquire()
+            try:
+                self.schedule_one(entry)
+            except Exception:
+                self._slots.release()
+                raise
+
+    def schedule_one(self, entry: QueuedPod) -> None:
+        """One scheduling cycle; holds one binding slot, released by the binding."""
+        key = entry.pod.meta.key
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.node_name or pod.scheduler_name != self.scheduler_name:
+            self.queue.done(key)
+            self._slots.release()
+            return
+        started = self.monotonic()
+        decision = self.scheduler.schedule(pod)
+        if decision.node is None:
+            self._slots.release()
+            self._failed(decision, started)
+            return
+        task = asyncio.create_task(self._bind(decision, started), name=f"bind {key}")
+        self._bindings.add(task)
+        task.add_done_callback(self._bindings.discard)
+
+    def _failed(self, decision: Decision, started: float) -> None:
+        pod = decision.pod
+        elapsed = self.monotonic() - started
+        if decision.error is not None:
+            result, reason = "error", "SchedulerError"
+            self.queue.requeue_error(pod)
+        else:
+            result, reason = "unschedulable", "Unschedulable"
+            self.queue.requeue_unschedulable(pod, decision.failed_plugins)
+        self.metrics.schedule_attempts.labels(result=result, profile=PROFILE).inc()
+        self.metrics.attempt_duration.labels(result=result, profile=PROFILE).observe(elapsed)
+        message = decision.message or decision.error or "unschedulable"
+        self._spawn(self.reporter.failed(pod, message, reason))
+
+    async def _bind(self, decision: Decision, started: float) -> None:
+        binding_started = self.monotonic()
+        try:
+            bound = await self.binder.bind(decision)
+        except Exception:
+            log.exception("binding %s crashed", decision.pod.meta.key)
+            self.scheduler.unreserve(decision)
+            self.queue.requeue_error(decision.pod)
+            bound = False
+        finally:
+            self._slots.release()
+        now = self.monotonic()
+        result = "scheduled" if bound else "error"
+        self.metrics.schedule_attempts.labels(result=result, profile=PROFILE).inc()
+        self.metrics.attempt_duration.labels(result=result, profile=PROFILE).observe(now - started)
+        self.metrics.binding_duration.labels(result=result).observe(now - binding_started)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._side_tasks.add(task)
+        task.add_done_callback(self._side_tasks.discard)
+
+    async def drain(self, grace_seconds: float) -> int:
+        """Stop taking pods and let in-flight bindings finish; returns how many did not."""
+        self.stopping = True
+        pending = set(self._bindings) | set(self._side_tasks)
+        if not pending:
+            return 0
+        _, not_done = await asyncio.wait(pending, timeout=grace_seconds)
+        for task in not_done:
+            task.cancel()
+        if not_done:
+            await asyncio.gather(*not_done, return_exceptions=True)
+        return len(not_done)

@@ -1,0 +1,265 @@
+"""Where pending pods wait: an active queue, a backoff queue and an unschedulable pool.
+
+After kube-scheduler's scheduling queue:
+
+- **active**: ready to be decided, highest priority first, then oldest;
+- **backoff**: failed recently; waits ``initial × 2^(attempts−1)`` seconds, capped;
+- **unschedulable**: no node fits; waits for a cluster event that could change that
+  (which events depends on the plugins that rejected it) or for the periodic flush.
+
+Time is injected (``clock``), so tests move it by hand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from cache.objects.core import Pod
+
+# Which cluster events can make a pod rejected by a plugin schedulable again.
+RELEVANT_EVENTS: dict[str, frozenset[str]] = {
+    "VolumeBinding": frozenset(
+        {
+            "Node",
+            "PersistentVolume",
+            "PersistentVolumeClaim",
+            "StorageClass",
+            "CSINode",
+            "CSIDriver",
+            "CSIStorageCapacity",
+            "StorageNode",
+            "Replica",
+            "Volume",
+        }
+    ),
+    "VolumeZone": frozenset({"Node", "PersistentVolume", "PersistentVolumeClaim", "StorageClass"}),
+    "NodeVolumeLimits": frozenset(
+        {"Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim", "AssignedPodDelete"}
+    ),
+    "VolumeRestrictions": frozenset({"PersistentVolumeClaim", "AssignedPodDelete"}),
+    "NodeResourcesFit": frozenset({"Node", "AssignedPodDelete"}),
+    "NodePorts": frozenset({"Node", "AssignedPodDelete"}),
+    "NodeAffinity": frozenset({"Node"}),
+    "NodeName": frozenset({"Node"}),
+    "NodeUnschedulable": frozenset({"Node"}),
+    "TaintToleration": frozenset({"Node"}),
+    "NodeLabel": frozenset({"Node"}),
+    "ServiceAffinity": frozenset({"Node", "Service", "AssignedPodAdd"}),
+    "StorageNodeReady": frozenset({"Node", "StorageNode"}),
+    "VolumeLocality": frozenset({"Replica", "Volume", "StorageNode"}),
+}
+QUEUE_NAMES = ("active", "backoff", "unschedulable")
+
+
+@dataclass(slots=True)
+class QueuedPod:
+    pod: Pod
+    attempts: int = 0
+    enqueued_at: float = 0.0
+    failed_plugins: frozenset[str] = frozenset()
+    unschedulable_since: float = 0.0
+    backoff_until: float = 0.0
+
+
+@dataclass(slots=True)
+class QueueStats:
+    incoming: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def count(self, queue: str, event: str) -> None:
+        self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
+
+
+class SchedulingQueue:
+    def __init__(
+        self,
+        priority_of: Callable[[Pod], int],
+        clock: Callable[[], float],
+        backoff_initial_seconds: float = 1.0,
+        backoff_max_seconds: float = 10.0,
+        unschedulable_flush_seconds: float = 60.0,
+    ) -> None:
+        self._priority_of = priority_of
+        self._clock = clock
+        self.backoff_initial = backoff_initial_seconds
+        self.backoff_max = backoff_max_seconds
+        self.unschedulable_flush = unschedulable_flush_seconds
+        self._entries: dict[str, QueuedPod] = {}
+        self._active: list[tuple[int, float, str, int]] = []
+        self._active_keys: set[str] = set()
+        self._backoff: dict[str, QueuedPod] = {}
+        self._unschedulable: dict[str, QueuedPod] = {}
+        self._in_flight: set[str] = set()
+        self._seq = itertools.count()
+        self._wakeup = asyncio.Event()
+        self.stats = QueueStats()
+
+    # -- sizes -----------------------------------------------------------------------
+
+    def lengths(self) -> dict[str, int]:
+        return {
+            "active": len(self._active_keys),
+            "backoff": len(self._backoff),
+            "unschedulable": len(self._unschedulable),
+        }
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._entries
+
+    # -- arrivals --------------------------------------------------------------------
+
+    def _push_active(self, entry: QueuedPod, event: str) -> None:
+        key = entry.pod.meta.key
+        self._backoff.pop(key, None)
+        self._unschedulable.pop(key, None)
+        if key in self._active_keys:
+            return
+        pod = entry.pod
+        heapq.heappush(
+            self._active,
+            (-self._priority_of(pod), pod.meta.creation_timestamp, key, next(self._seq)),
+        )
+        self._active_keys.add(key)
+        self.stats.count("active", event)
+        self._wakeup.set()
+
+    def add(self, pod: Pod) -> None:
+        """A new pending pod (or one seen again after a relist)."""
+        key = pod.meta.key
+        entry = self._entries.get(key)
+        if entry is not None:
+            entry.pod = pod
+            return
+        entry = QueuedPod(pod, enqueued_at=self._clock())
+        self._entries[key] = entry
+        if key not in self._in_flight:
+            self._push_active(entry, "PodAdd")
+
+    def update(self, pod: Pod) -> None:
+        """A pending pod changed: an unschedulable one gets another chance now."""
+        key = pod.meta.key
+        entry = self._entries.get(key)
+        if entry is None:
+            self.add(pod)
+            return
+        entry.pod = pod
+        if key in self._unschedulable:
+            self._move(entry, "PodUpdate")
+
+    def delete(self, key: str) -> None:
+        """The pod is gone or no longer pending (bound by someone, deleted)."""
+        self._entries.pop(key, None)
+        self._backoff.pop(key, None)
+        self._unschedulable.pop(key, None)
+        self._active_keys.discard(key)
+
+    # -- after a cycle ---------------------------------------------------------------
+
+    def done(self, key: str) -> None:
+        """The pod's cycle (and binding) ended with the pod placed."""
+        self._in_flight.discard(key)
+        self.delete(key)
+
+    def _backoff_seconds(self, attempts: int) -> float:
+        delay: float = self.backoff_initial * 2.0 ** max(attempts - 1, 0)
+        return min(delay, self.backoff_max)
+
+    def requeue_unschedulable(self, pod: Pod, failed_plugins: Iterable[str]) -> None:
+        key = pod.meta.key
+        self._in_flight.discard(key)
+        entry = self._entries.get(key)
+        if entry is None:
+            return
+        entry.pod = pod
+        entry.attempts += 1
+        now = self._clock()
+        entry.failed_plugins = frozenset(failed_plugins)
+        entry.unschedulable_since = now
+        entry.backoff_until = now + self._backoff_seconds(entry.attempts)
+        self._unschedulable[key] = entry
+        self.stats.count("unschedulable", "ScheduleAttemptFailure")
+
+    def requeue_error(self, pod: Pod) -> None:
+        """A scheduler error or a failed binding: retry after backoff."""
+        key = pod.meta.key
+        self._in_flight.discard(key)
+        entry = self._entries.get(key)
+        if entry is None:
+            return
+        entry.pod = pod
+        entry.attempts += 1
+        entry.backoff_until = self._clock() + self._backoff_seconds(entry.attempts)
+        self._backoff[key] = entry
+        self.stats.count("backoff", "ScheduleAttemptFailure")
+        self._wakeup.set()
+
+    # -- cluster events ----------------------------------------------------------------
+
+    def _move(self, entry: QueuedPod, event: str) -> None:
+        key = entry.pod.meta.key
+        self._unschedulable.pop(key, None)
+        if entry.backoff_until > self._clock():
+            self._backoff[key] = entry
+            self.stats.count("backoff", event)
+            self._wakeup.set()
+        else:
+            self._push_active(entry, event)
+
+    def on_cluster_event(self, event: str) -> int:
+        """Move the unschedulable pods this event may help; returns how many moved."""
+        moved = 0
+        for entry in list(self._unschedulable.values()):
+            plugins = entry.failed_plugins
+            if not plugins or any(event in RELEVANT_EVENTS.get(p, ()) for p in plugins):
+                self._move(entry, event)
+                moved += 1
+        return moved
+
+    def flush(self) -> None:
+        """Backoff that expired goes active; pods unschedulable too long get a retry."""
+        now = self._clock()
+        for key, entry in list(self._backoff.items()):
+            if entry.backoff_until <= now:
+                del self._backoff[key]
+                self._push_active(entry, "BackoffComplete")
+        for entry in list(self._unschedulable.values()):
+            if now - entry.unschedulable_since >= self.unschedulable_flush:
+                self._move(entry, "UnschedulableTimeout")
+
+    def next_backoff_deadline(self) -> float | None:
+        return min((e.backoff_until for e in self._backoff.values()), default=None)
+
+    # -- taking pods -------------------------------------------------------------------
+
+    def pop_ready(self) -> QueuedPod | None:
+        """The next active pod, or None when the active queue is empty."""
+        self.flush()
+        while self._active:
+            _, _, key, _ = heapq.heappop(self._active)
+            if key not in self._active_keys:
+                continue
+            self._active_keys.discard(key)
+            entry = self._entries.get(key)
+            if entry is None:
+                continue
+            self._in_flight.add(key)
+            return entry
+        return None
+
+    async def pop(self, poll_seconds: float = 1.0) -> QueuedPod:
+        """Wait for the next active pod (backoff expiries are noticed within a poll)."""
+        while True:
+            entry = self.pop_ready()
+            if entry is not None:
+                return entry
+            self._wakeup.clear()
+            deadline = self.next_backoff_deadline()
+            wait = poll_seconds
+            if deadline is not None:
+                wait = max(0.0, min(wait, deadline - self._clock()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=wait)

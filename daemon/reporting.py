@@ -1,0 +1,118 @@
+"""What users see in ``kubectl describe pod``: Scheduled / FailedScheduling events and the
+PodScheduled condition, worded as kube-scheduler words them.
+
+Reporting never fails a cycle: an event or condition that cannot be written is logged
+and dropped (the pod may have vanished meanwhile — a normal race).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from cache.errors import ApiError
+from cache.objects.core import Pod
+from daemon.kube_client import KubeClient
+
+log = logging.getLogger("volsched.events")
+MAX_MESSAGE_BYTES = 1024
+
+
+def truncate_message(message: str) -> str:
+    """Upstream keeps event messages to 1024 bytes, marking the cut with an ellipsis."""
+    data = message.encode("utf-8")
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return message
+    return data[: MAX_MESSAGE_BYTES - 3].decode("utf-8", "ignore") + "..."
+
+
+def _timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_timestamp(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Reporter:
+    def __init__(
+        self,
+        client: KubeClient,
+        scheduler_name: str,
+        instance: str,
+        clock: Callable[[], float],
+    ) -> None:
+        self.client = client
+        self.scheduler_name = scheduler_name
+        self.instance = instance
+        self.clock = clock
+
+    def event_body(
+        self, pod: Pod, event_type: str, reason: str, action: str, message: str
+    ) -> dict[str, object]:
+        now = self.clock()
+        return {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                # Explicit names: events.k8s.io rejects a generateName ending in a dot.
+                "name": f"{pod.name}.{secrets.token_hex(8)}",
+                "namespace": pod.namespace,
+            },
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "uid": pod.meta.uid,
+            },
+            "reason": reason,
+            "message": truncate_message(message),
+            "type": event_type,
+            "action": action,
+            "source": {"component": self.scheduler_name},
+            "reportingComponent": self.scheduler_name,
+            "reportingInstance": self.instance,
+            "firstTimestamp": _timestamp(now),
+            "lastTimestamp": _timestamp(now),
+            "eventTime": _micro_timestamp(now),
+            "count": 1,
+        }
+
+    async def _event(
+        self, pod: Pod, event_type: str, reason: str, action: str, message: str
+    ) -> None:
+        body = self.event_body(pod, event_type, reason, action, message)
+        try:
+            await self.client.create("Event", body, namespace=pod.namespace)
+        except ApiError as exc:
+            log.info("could not record %s event for %s: %s", reason, pod.meta.key, exc)
+
+    async def scheduled(self, pod: Pod, node: str) -> None:
+        message = f"Successfully assigned {pod.meta.key} to {node}"
+        await self._event(pod, "Normal", "Scheduled", "Binding", message)
+
+    async def failed(self, pod: Pod, message: str, reason: str) -> None:
+        """``reason`` is ``Unschedulable`` (nothing fits) or ``SchedulerError``."""
+        await self._event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": reason,
+            "message": truncate_message(message),
+            "lastProbeTime": None,
+            "lastTransitionTime": _timestamp(self.clock()),
+        }
+        try:
+            await self.client.patch(
+                "Pod",
+                pod.name,
+                {"status": {"conditions": [condition]}},
+                namespace=pod.namespace,
+                subresource="status",
+                strategic=True,
+            )
+        except ApiError as exc:
+            log.info("could not set PodScheduled on %s: %s", pod.meta.key, exc)

@@ -1,0 +1,164 @@
+"""List + watch, one loop per kind, into the ingest.
+
+Resume from the stored resourceVersion after a restart; follow bookmarks; on ``410
+Gone`` (our resourceVersion was compacted away) relist and let the ingest delete what
+vanished; reconnect with backoff on any transport error; a stream that says nothing —
+no event, no bookmark — for ``silence_seconds`` is treated as dead and reopened.
+
+The forever-loop only retries and sleeps; ``sync`` and ``watch_once`` are the finite
+steps tests drive directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from cache.errors import ApiError, Gone, NotFound
+from daemon.ingest import Ingest, StoreSink
+from daemon.kube_client import KubeClient
+
+log = logging.getLogger("volsched.watch")
+
+# kube-scheduler's informers, plus volsched's storage kinds when their CRDs exist.
+CORE_KINDS = (
+    "Node",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+    "PriorityClass",
+    "Service",
+    "ReplicaSet",
+    "StatefulSet",
+    "Pod",
+)
+STORAGE_KINDS = ("StorageNode", "Volume", "Replica")
+
+
+@dataclass(slots=True)
+class WatchSettings:
+    timeout_seconds: int = 300
+    silence_seconds: float = 90.0
+    backoff_initial_seconds: float = 0.5
+    backoff_max_seconds: float = 30.0
+
+
+@dataclass(slots=True)
+class WatchState:
+    kind: str
+    resource_version: str = ""
+    synced: bool = False
+    restarts: int = 0
+    relists: int = 0
+    absent: bool = False
+    last_error: str = ""
+    synced_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class KindWatcher:
+    def __init__(
+        self,
+        kind: str,
+        client: KubeClient,
+        ingest: Ingest,
+        store: StoreSink | None,
+        settings: WatchSettings,
+        resume_from: str = "",
+        on_restart: Callable[[str], None] | None = None,
+        optional: bool = False,
+    ) -> None:
+        self.kind = kind
+        self.client = client
+        self.ingest = ingest
+        self.store = store
+        self.settings = settings
+        self.state = WatchState(kind, resume_from)
+        self.optional = optional
+        self._on_restart = on_restart
+
+    async def sync(self) -> None:
+        """List everything and make the cache exactly that (emitting deletions)."""
+        items, version = await self.client.list(self.kind)
+        vanished = self.ingest.replace(self.kind, items, version)
+        self.state.resource_version = version
+        self.state.relists += 1
+        self._mark_synced()
+        if vanished:
+            log.info("%s relist: %d object(s) vanished while we were away", self.kind, vanished)
+
+    def _mark_synced(self) -> None:
+        self.state.synced = True
+        self.state.synced_event.set()
+
+    async def watch_once(self) -> None:
+        """Follow one watch stream until it ends; raises on 410 and transport errors."""
+        state = self.state
+        async for event in self.client.watch(
+            self.kind,
+            state.resource_version,
+            self.settings.timeout_seconds,
+            self.settings.silence_seconds,
+        ):
+            kind_of_event = event.get("type")
+            obj = event.get("object") or {}
+            version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+            if kind_of_event == "BOOKMARK":
+                state.resource_version = version or state.resource_version
+                self._mark_synced()
+                if self.store is not None and version:
+                    self.store.set_resume_point(self.kind, version)
+                continue
+            if kind_of_event in ("ADDED", "MODIFIED"):
+                obj.setdefault("kind", self.kind)
+                self.ingest.upsert(self.kind, obj)
+            elif kind_of_event == "DELETED":
+                self.ingest.delete(self.kind, obj)
+            else:
+                continue
+            if version:
+                state.resource_version = version
+                if self.store is not None:
+                    self.store.set_resume_point(self.kind, version)
+            self._mark_synced()
+
+    async def run(self) -> None:
+        """Forever: (re)list when needed, watch, and retry with backoff."""
+        delay = self.settings.backoff_initial_seconds
+        while True:
+            try:
+                if not self.state.resource_version:
+                    await self.sync()
+                await self.watch_once()
+                delay = self.settings.backoff_initial_seconds
+                # The server closed the stream (timeoutSeconds): resume at once.
+                continue
+            except Gone:
+                # Our resourceVersion was compacted away: relist and carry on.
+                log.info("%s watch: resource version expired; relisting", self.kind)
+                self.state.resource_version = ""
+                self._restarted("410 Gone")
+                continue
+            except NotFound as exc:
+                if self.optional:
+                    # The CRD is not installed: nothing to watch, nothing to wait for.
+                    self.state.absent = True
+                    self._mark_synced()
+                else:
+                    self.state.last_error = str(exc)
+                self._restarted(str(exc))
+            except ApiError as exc:
+                self.state.last_error = str(exc)
+                log.warning("%s watch failed: %s; retrying in %.1fs", self.kind, exc, delay)
+                self._restarted(str(exc))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.settings.backoff_max_seconds)
+
+    def _restarted(self, why: str) -> None:
+        self.state.restarts += 1
+        if self._on_restart is not None:
+            self._on_restart(self.kind)
