@@ -148,7 +148,7 @@ def settings_from_data(
         backoff=BackoffSettings(initial, maximum),
         parallelism=read.integer("parallelism", 16, 1, 1024),
         percentage_of_nodes_to_score=read.integer("percentageOfNodesToScore", 0, 0, 100),
-        replica_scheduling=settings_from_mapping(replica_data, f"{source}: replicaScheduling"),
+        replica_scheduling=settings_from_mapping(replica_data, source),
         source=source,
     )
 

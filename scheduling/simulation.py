@@ -85,6 +85,7 @@ def simulate(
             continue
         for claim in assumed.provisions:
             plan = assumed.plans.get(claim.key)
-            if isinstance(plan, ReplicaPlan):
+            # A claim shared with an earlier pod was listed after that pod.
+            if isinstance(plan, ReplicaPlan) and not plan.shared:
                 volumes.append(placement_json(plan.placement))
     return SimulationResult(outcomes, volumes)

@@ -8,13 +8,14 @@ promised but the storage agent has not reported yet. On top of it:
   assumes the placements, so pods decided next see where their data will be;
 - ``ReplicatedProvisioner`` is the provisioning check of CheckVolumeBinding for claims of
   a ``replicated.volsched.io`` WaitForFirstConsumer class: a node can take the pod only
-  if every replica of the new volume can be placed with that node as the volume's node;
-  the placement is committed with the pod's reservation and released with it.
+  if every replica of the new volume can be placed with that node as the volume's node
+  (a pod's later claims counting the space its earlier ones would take there); the
+  placement is committed with the pod's reservation and released with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,15 @@ def placement_json(placement: VolumePlacement) -> dict[str, Any]:
         "unplaced": placement.unplaced,
         "message": placement.message,
     }
+
+
+def new_volume_name(claim: PersistentVolumeClaim) -> str:
+    """The name the provisioner gives a claim's volume: ``pvc-<claim uid>``.
+
+    A hand-written snapshot may leave the uid out; the claim's namespace and name then
+    stand in for it, so two such claims never share a volume (and its replicas).
+    """
+    return f"pvc-{claim.meta.uid or f'{claim.namespace}.{claim.meta.name}'}"
 
 
 class ReplicaContext:
@@ -94,11 +104,16 @@ class ReplicaContext:
 
 @dataclass(frozen=True, slots=True)
 class ReplicaPlan:
-    """Where a new volume's replicas go if the pod lands on ``node``."""
+    """Where a new volume's replicas go if the pod lands on ``node``.
+
+    ``shared`` marks a claim another pod already provisioned on this node in this
+    scheduler's assume layer: the pod follows that placement and holds nothing itself.
+    """
 
     node: str
     size: int
     placement: VolumePlacement
+    shared: bool = False
 
     def describe(self) -> dict[str, Any]:
         return {"replicas": [{"node": p.node, "disk": p.disk} for p in self.placement.placed]}
@@ -153,13 +168,38 @@ class ReplicatedProvisioner:
     def __init__(self, context: ReplicaContext) -> None:
         self.context = context
         self._held: dict[int, list[AssumedReplica]] = {}
+        # Committed plans by volume name, for pods that share a claim being provisioned.
+        self._committed: dict[str, ReplicaPlan] = {}
+
+    def _space_for(self, earlier: Sequence[object]) -> ScheduledSpace:
+        """The pass's space, plus what the pod's earlier claims on this node would take:
+        claims are checked one at a time and committed only when the pod is reserved."""
+        plans = [plan for plan in earlier if isinstance(plan, ReplicaPlan) and not plan.shared]
+        if not plans:
+            return self.context.scheduled
+        space = self.context.scheduled.copy()
+        for plan in plans:
+            for p in plan.placement.placed:
+                space.add(p.node, p.disk, plan.size)
+        return space
 
     def check(
-        self, claim: PersistentVolumeClaim, storage_class: StorageClass, node: NodeInfo
+        self,
+        claim: PersistentVolumeClaim,
+        storage_class: StorageClass,
+        node: NodeInfo,
+        earlier: Sequence[object] = (),
     ) -> tuple[bool, tuple[str, ...], object]:
         params = class_parameters(storage_class)
         size = claim.request or 0
         context = self.context
+        volume_name = new_volume_name(claim)
+        committed = self._committed.get(volume_name)
+        if committed is not None and committed.node == node.name:
+            # The claim is already being provisioned here for another pod (its selected
+            # node is this one): placing its replicas again would promise the space twice.
+            return True, (), ReplicaPlan(node.name, committed.size, committed.placement, True)
+        space = self._space_for(earlier)
         placement = place_for_new_volume(
             size,
             params.replicas,
@@ -169,8 +209,8 @@ class ReplicatedProvisioner:
             node.name,
             context.view(),
             context.settings,
-            context.scheduled,
-            volume_name=f"pvc-{claim.meta.uid}",
+            space,
+            volume_name=volume_name,
         )
         if placement.unplaced:
             return False, placement.reasons, None
@@ -178,6 +218,9 @@ class ReplicatedProvisioner:
 
     def commit(self, plan: object) -> None:
         assert isinstance(plan, ReplicaPlan)
+        if plan.shared:
+            return
+        self._committed[plan.placement.volume] = plan
         for p in plan.placement.placed:
             self.context.scheduled.add(p.node, p.disk, plan.size)
         self._held[id(plan)] = self.context.commit(plan.placement, synced=True)
@@ -187,6 +230,8 @@ class ReplicatedProvisioner:
         held = self._held.pop(id(plan), None)
         if held is None:
             return
+        if self._committed.get(plan.placement.volume) is plan:
+            del self._committed[plan.placement.volume]
         for p in plan.placement.placed:
             self.context.scheduled.add(p.node, p.disk, -plan.size)
         self.context.cluster.forget_replicas(held)

@@ -10,7 +10,7 @@ their check through ``ProvisionerCheck`` (replica placement for the node).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -33,9 +33,16 @@ class ProvisionerCheck(Protocol):
     """Extra per-node feasibility for one provisioner's claims."""
 
     def check(
-        self, claim: PersistentVolumeClaim, storage_class: StorageClass, node: NodeInfo
+        self,
+        claim: PersistentVolumeClaim,
+        storage_class: StorageClass,
+        node: NodeInfo,
+        earlier: Sequence[object] = (),
     ) -> tuple[bool, tuple[str, ...], object]:
-        """(feasible, reasons shown in explain, a plan the reserve step can commit)."""
+        """(feasible, reasons shown in explain, a plan the reserve step can commit).
+
+        ``earlier`` holds the plans accepted for the pod's previous claims on this node,
+        which the pod would take too if it lands here."""
 
     def commit(self, plan: object) -> None:
         """The pod was reserved on the node this plan was made for: hold its resources."""
@@ -110,7 +117,9 @@ def check_provisions(
             return ProvisionOutcome(sufficient_storage=False)
         extra = checks.get(provisioner)
         if extra is not None:
-            feasible, reasons, plan = extra.check(claim, storage_class, node)
+            feasible, reasons, plan = extra.check(
+                claim, storage_class, node, list(outcome.plans.values())
+            )
             if not feasible:
                 return ProvisionOutcome(sufficient_storage=False, details=list(reasons))
             outcome.plans[claim.key] = plan
