@@ -1,0 +1,33 @@
+"""An in-process Kubernetes API server emulator.
+
+It speaks the real HTTP API over a loopback port — list, watch with resourceVersion and
+bookmarks, 410 after compaction, 409 on stale writes, merge and JSON patches, the status
+and binding subresources, CRDs — and plays the controllers a scheduler relies on (PV
+binding, dynamic provisioning, volsched's storage agent, optionally a kubelet), so the
+real daemon and the real kubernetes-asyncio client run against it unchanged.
+
+It stands alone: it works on raw JSON dicts and imports nothing from volsched's other
+packages.
+
+    server = ApiServer(controllers=ControllerSettings(...))
+    url = await server.start()
+    server.load(objects)
+    write_kubeconfig(path, url)
+    ...
+    await server.stop()
+"""
+
+from emulator.controllers import ControllerSettings
+from emulator.errors import ApiError
+from emulator.faults import Faults, RequestRecord
+from emulator.kubeconfig import write_kubeconfig
+from emulator.server import ApiServer
+
+__all__ = [
+    "ApiError",
+    "ApiServer",
+    "ControllerSettings",
+    "Faults",
+    "RequestRecord",
+    "write_kubeconfig",
+]

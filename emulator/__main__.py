@@ -1,0 +1,60 @@
+"""``python -m emulator --port 8001 [--load FILE.yaml] [--kubeconfig PATH]``: run standalone."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+import yaml
+
+from emulator.controllers import ControllerSettings
+from emulator.kubeconfig import write_kubeconfig
+from emulator.server import ApiServer
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8001)
+    parser.add_argument(
+        "--load",
+        action="append",
+        default=[],
+        metavar="FILE.yaml",
+        help="objects to load (repeatable)",
+    )
+    parser.add_argument(
+        "--kubeconfig", metavar="PATH", help="write a kubeconfig for the server here"
+    )
+    parser.add_argument(
+        "--kubelet", action="store_true", help="run the kubelet controller (nodes become Ready)"
+    )
+    return parser.parse_args(argv)
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    server = ApiServer(controllers=ControllerSettings(kubelet=args.kubelet))
+    for path in args.load:
+        with Path(path).open() as handle:
+            server.load([d for d in yaml.safe_load_all(handle) if d])
+    url = await server.start(args.host, args.port)
+    if args.kubeconfig:
+        write_kubeconfig(args.kubeconfig, url)
+    print(f"emulator serving on {url} (Ctrl-C to stop)", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve(_parse(argv)))
+
+
+if __name__ == "__main__":
+    main()

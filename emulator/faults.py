@@ -1,0 +1,117 @@
+"""Fault injection, for testing how a client copes with a misbehaving API server.
+
+``cut_watches`` ends every open watch now (cleanly, as a server-side timeout does, or
+abruptly, dropping the connection mid-stream); ``stall_watches`` keeps streams open but
+silent — no events, no bookmarks — for a while, then delivers what queued up;
+``compact`` forgets history so the next resume gets 410 Expired; ``fail_next`` answers
+the next requests matching a method and a regular expression (searched in the path with
+its query string) with an error Status instead of serving them.  ``request_log`` records
+every request's method, path, query and status, so a test can assert what a client did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+
+from emulator.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    method: str
+    path: str
+    status: int
+    query: str = ""
+
+
+@dataclass(slots=True)
+class InjectedFailure:
+    method: str
+    pattern: re.Pattern[str]
+    status: int
+    remaining: int
+    message: str
+
+
+class Faults:
+    # A long-running demo must not grow without bound: the oldest records go first.
+    request_log_limit = 50_000
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._failures: list[InjectedFailure] = []
+        self._stalled_until = 0.0
+        self.request_log: list[RequestRecord] = []
+
+    def cut_watches(self, abrupt: bool = False) -> int:
+        """End every open watch stream now; returns how many there were."""
+        subscriptions = self._store.subscriptions()
+        for subscription in subscriptions:
+            subscription.end(abrupt=abrupt)
+        return len(subscriptions)
+
+    def stall_watches(self, seconds: float) -> None:
+        """Send nothing on any watch (new ones included) for ``seconds``."""
+        self._stalled_until = asyncio.get_running_loop().time() + seconds
+
+    def stall_remaining(self) -> float:
+        return max(0.0, self._stalled_until - asyncio.get_running_loop().time())
+
+    def compact(self) -> None:
+        """Forget every resource's history: resuming from before now is 410 Expired."""
+        self._store.compact()
+
+    def fail_next(
+        self, method: str, path_regex: str, status: int, times: int = 1, message: str = ""
+    ) -> None:
+        """Answer the next ``times`` matching requests with a ``status`` Status.
+
+        ``method`` is an HTTP method (any case) or ``"*"``; ``path_regex`` is searched in
+        the request path plus query string, e.g. ``r"/persistentvolumes/pv-1$"``.  Without
+        a message, the error reads as upstream's for that code (for 409, the Conflict
+        message of a stale write).
+        """
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        self._failures.append(
+            InjectedFailure(method.upper(), re.compile(path_regex), status, times, message)
+        )
+
+    def take_failure(self, method: str, path_and_query: str) -> InjectedFailure | None:
+        for failure in self._failures:
+            if failure.method not in ("*", method.upper()):
+                continue
+            if failure.pattern.search(path_and_query):
+                failure.remaining -= 1
+                if failure.remaining == 0:
+                    self._failures.remove(failure)
+                return failure
+        return None
+
+    def record(self, record: RequestRecord) -> None:
+        self.request_log.append(record)
+        if len(self.request_log) > self.request_log_limit:
+            del self.request_log[: len(self.request_log) - self.request_log_limit]
+
+    def pending_failures(self) -> int:
+        return sum(f.remaining for f in self._failures)
+
+    def requests(
+        self, method: str | None = None, path_regex: str | None = None
+    ) -> list[RequestRecord]:
+        """The logged requests, optionally filtered by method and a path regex."""
+        pattern = re.compile(path_regex) if path_regex else None
+        return [
+            r
+            for r in self.request_log
+            if (method is None or r.method == method.upper())
+            and (pattern is None or pattern.search(r.path + ("?" + r.query if r.query else "")))
+        ]
+
+    def reset(self) -> None:
+        """Drop pending failures, end any stall and clear the request log."""
+        self._failures.clear()
+        self._stalled_until = 0.0
+        self.request_log.clear()

@@ -1,0 +1,241 @@
+"""``ApiServer``: the emulator's lifecycle — an aiohttp app on a loopback port, the store,
+the controllers — and the helpers tests use to seed and inspect it.
+
+One catch-all route hands every request to ``handlers``; a middleware answers injected
+failures, turns any exception into a Status (never an HTML page or a traceback), and
+records each request in ``faults.request_log``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from types import TracebackType
+
+from aiohttp import web
+
+from emulator.controller_manager import ControllerManager
+from emulator.controllers import ControllerSettings
+from emulator.errors import MODIFIED, ApiError, reason_for
+from emulator.faults import Faults, InjectedFailure, RequestRecord
+from emulator.handlers import ON_OPEN, Handlers, error_response, parse_target
+from emulator.raw import Raw, clone, mapping
+from emulator.registry import Registry, serve
+from emulator.resources import ResourceTable
+from emulator.store import Store
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class ApiServer:
+    """A Kubernetes API server on 127.0.0.1, with the controllers volsched relies on.
+
+    Objects, history and controllers live as long as the instance; ``start``/``stop``
+    only open and close the HTTP side (and start and cancel the controllers).
+    """
+
+    def __init__(
+        self,
+        controllers: ControllerSettings | None = None,
+        *,
+        bookmark_interval_seconds: float = 1.0,
+        history_limit: int = 2000,
+        watch_timeout_seconds: float | None = None,
+    ) -> None:
+        self.settings = controllers or ControllerSettings()
+        self.store = Store(history_limit)
+        self.resources = ResourceTable()
+        self.registry = Registry(self.store, self.resources)
+        self.faults = Faults(self.store)
+        self.bookmark_interval_seconds = bookmark_interval_seconds
+        self.watch_timeout_seconds = watch_timeout_seconds
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+        self._controllers: ControllerManager | None = None
+        for name in SYSTEM_NAMESPACES:
+            self.ensure_namespace(name)
+
+    # Lifecycle.
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
+        """Serve on ``host:port`` (0: any free port); returns the base URL."""
+        if self._runner is not None:
+            raise RuntimeError("the emulator is already started")
+        handlers = Handlers(
+            self.registry, self.faults, self.bookmark_interval_seconds, self.watch_timeout_seconds
+        )
+        app = web.Application(middlewares=[self._middleware], client_max_size=32 * 1024**2)
+        app.router.add_route("*", "/{tail:.*}", handlers.handle)
+        runner = web.AppRunner(
+            app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        bound_host, bound_port = runner.addresses[0][:2]
+        self.url = f"http://{bound_host}:{bound_port}"
+        self._controllers = ControllerManager(self.registry, self.settings)
+        self._controllers.start()
+        return self.url
+
+    async def stop(self) -> None:
+        """Cancel the controllers, end every watch, and close the port."""
+        if self._controllers is not None:
+            await self._controllers.stop()
+            self._controllers = None
+        for subscription in self.store.subscriptions():
+            subscription.end()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        self.url = ""
+
+    async def __aenter__(self) -> ApiServer:
+        if self._runner is None:
+            await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1]) if self.url else 0
+
+    # Seeding and inspecting.
+
+    def ensure_namespace(self, name: str) -> Raw:
+        namespaces = self.registry.core("namespaces")
+        existing = self.registry.stored(namespaces, "", name)
+        if existing is not None:
+            return clone(existing)
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        return clone(self.registry.create(namespaces, "", body))
+
+    def load(self, objects: Iterable[Raw]) -> list[Raw]:
+        """Store objects of any served kind as given (status, uid and times kept).
+
+        CRDs and namespaces go first so the rest can refer to them; a namespaced object's
+        namespace is created when missing.  Returns the stored objects.
+        """
+        # YAML turns unquoted timestamps into datetimes: store JSON, as a server would.
+        items = [
+            json.loads(json.dumps(o, default=_json_value)) for o in objects if isinstance(o, dict)
+        ]
+        order = {"CustomResourceDefinition": 0, "Namespace": 1}
+        items.sort(key=lambda o: order.get(str(o.get("kind")), 2))
+        stored = []
+        for obj in items:
+            resource = self.resources.by_kind(str(obj.get("kind", "")), obj.get("apiVersion"))
+            if resource is None:
+                raise ApiError(
+                    404,
+                    "NotFound",
+                    f'no matches for kind "{obj.get("kind")}" in version "{obj.get("apiVersion")}"',
+                )
+            namespace = ""
+            if resource.namespaced:
+                namespace = str(mapping(obj, "metadata").get("namespace") or "default")
+                self.ensure_namespace(namespace)
+            created = self.registry.create(resource, namespace, obj, from_client=False)
+            stored.append(clone(serve(resource, created)))
+        return stored
+
+    def get(
+        self, kind: str, name: str, namespace: str = "", api_version: str | None = None
+    ) -> Raw | None:
+        """A copy of the stored object, or None (``kind`` as in manifests: "Pod")."""
+        resource = self.resources.by_kind(kind, api_version)
+        if resource is None:
+            return None
+        found = self.registry.stored(resource, namespace, name)
+        return clone(serve(resource, found)) if found is not None else None
+
+    def list(
+        self, kind: str, namespace: str | None = None, api_version: str | None = None
+    ) -> list[Raw]:
+        resource = self.resources.by_kind(kind, api_version)
+        if resource is None:
+            return []
+        return [clone(serve(resource, o)) for o in self.store.list_objects(resource.key, namespace)]
+
+    # HTTP plumbing.
+
+    def _injected(self, failure: InjectedFailure, request: web.Request) -> ApiError:
+        message = failure.message
+        target = None
+        with contextlib.suppress(ApiError):
+            target = parse_target(self.registry, [s for s in request.path.split("/") if s])
+        if not message:
+            what = (
+                f'{target.resource.group_resource} "{target.name}"'
+                if target and target.name
+                else "the request"
+            )
+            if failure.status == 409:
+                message = f"Operation cannot be fulfilled on {what}: {MODIFIED}"
+            elif failure.status == 404:
+                message = f"{what} not found"
+            else:
+                message = f"injected failure ({failure.status}) for {what}"
+        return ApiError(failure.status, reason_for(failure.status), message)
+
+    @web.middleware
+    async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        logged = False
+
+        def record(status: int) -> None:
+            nonlocal logged
+            if not logged:
+                logged = True
+                self.faults.record(
+                    RequestRecord(request.method, request.path, status, request.query_string)
+                )
+
+        request[ON_OPEN] = record
+        try:
+            failure = self.faults.take_failure(request.method, request.path_qs)
+            if failure is not None:
+                raise self._injected(failure, request)
+            response = await handler(request)
+        except ApiError as error:
+            response = error_response(error)
+        except web.HTTPException as exc:
+            response = error_response(ApiError(exc.status, reason_for(exc.status), exc.reason))
+        except (asyncio.CancelledError, ConnectionResetError):
+            raise
+        except Exception as exc:
+            log.exception("emulator: %s %s failed", request.method, request.path)
+            response = error_response(
+                ApiError(500, "InternalError", f"Internal error occurred: {exc}")
+            )
+        record(response.status)
+        return response
+
+
+def _json_value(value: object) -> str:
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=datetime.UTC)
+        return value.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

@@ -1,0 +1,105 @@
+"""Fault injection: cut and stalled watches, compaction, injected failures, the request log."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+
+from emulator import ApiServer, RequestRecord
+from tests.emulator.support import Api, eventually, pod, pv
+
+PODS = "/api/v1/namespaces/default/pods"
+PVS = "/api/v1/persistentvolumes"
+
+
+async def test_cut_watches_ends_every_stream(api: Api, server: ApiServer) -> None:
+    first = await api.watch(PODS)
+    second = await api.watch("/api/v1/nodes", allowWatchBookmarks="true")
+    await eventually(lambda: len(server.store.subscriptions()) == 2)
+    assert server.faults.cut_watches() == 2
+    assert await first.until_eof() == []
+    assert all(e["type"] == "BOOKMARK" for e in await second.until_eof())
+    await eventually(lambda: not server.store.subscriptions())
+
+
+async def test_abrupt_cut_breaks_the_connection(api: Api, server: ApiServer) -> None:
+    watch = await api.watch(PODS)
+    await eventually(lambda: server.store.subscriptions())
+    server.faults.cut_watches(abrupt=True)
+    with pytest.raises(aiohttp.ClientPayloadError):
+        await watch.until_eof()
+    watch.close()
+
+
+async def test_stalled_watches_send_nothing_then_catch_up(api: Api, server: ApiServer) -> None:
+    watch = await api.watch(PODS, allowWatchBookmarks="true")
+    try:
+        await watch.next(1.0)  # a bookmark: the stream is live
+        server.faults.stall_watches(0.4)
+        await api.ok("POST", PODS, pod("p1"))
+        assert await watch.silent_for(0.3)
+        event = await watch.next_change(1.0)
+        assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "p1")
+    finally:
+        watch.close()
+
+
+async def test_compact_makes_the_next_resume_expire(api: Api, server: ApiServer) -> None:
+    created = await api.ok("POST", PODS, pod("p1"))
+    await api.ok("POST", PODS, pod("p2"))
+    server.faults.compact()
+    watch = await api.watch(PODS, resourceVersion=created["metadata"]["resourceVersion"])
+    [event] = await watch.until_eof()
+    assert event["type"] == "ERROR" and event["object"]["code"] == 410
+
+
+async def test_fail_next_answers_matching_requests_with_a_status(
+    api: Api, server: ApiServer
+) -> None:
+    created = await api.ok("POST", PVS, pv("pv-1"))
+    server.faults.fail_next("PUT", r"/persistentvolumes/pv-1$", 409, times=2)
+    for _ in range(2):
+        status, error = await api.put(f"{PVS}/pv-1", created)
+        assert status == 409
+        assert error["reason"] == "Conflict"
+        assert error["message"].startswith(
+            'Operation cannot be fulfilled on persistentvolumes "pv-1"'
+        )
+    assert (await api.put(f"{PVS}/pv-1", created))[0] == 200
+    # Other methods and paths are untouched; a message can be given.
+    server.faults.fail_next("get", r"/nodes", 503, message="etcd is sad")
+    assert (await api.get(f"{PVS}/pv-1"))[0] == 200
+    status, error = await api.get("/api/v1/nodes")
+    assert (status, error["reason"], error["message"]) == (503, "ServiceUnavailable", "etcd is sad")
+    assert server.faults.pending_failures() == 0
+
+
+async def test_request_log_records_what_the_client_did(api: Api, server: ApiServer) -> None:
+    server.faults.reset()
+    await api.post(PVS, pv("pv-1"))
+    await api.get(f"{PVS}/missing")
+    watch = await api.watch(PODS, resourceVersion="0")
+    try:
+        # A watch is logged as soon as its stream opens.
+        await eventually(lambda: server.faults.requests("GET", "watch=true"))
+        assert server.faults.request_log[:2] == [
+            RequestRecord("POST", PVS, 201),
+            RequestRecord("GET", f"{PVS}/missing", 404),
+        ]
+        [logged] = server.faults.requests("GET", "watch=true")
+        assert logged.path == PODS and logged.status == 200 and "resourceVersion=0" in logged.query
+    finally:
+        watch.close()
+
+
+async def test_stop_closes_open_watches() -> None:
+    server = ApiServer()
+    await server.start()
+    async with aiohttp.ClientSession(server.url) as session:
+        watch = await Api(session).watch(PODS)
+        await eventually(lambda: server.store.subscriptions())
+        await server.stop()
+        assert await watch.until_eof() == []
+    await asyncio.sleep(0)
