@@ -175,6 +175,13 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from daemon.demo import run_demo
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return asyncio.run(run_demo())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="volsched",
@@ -186,6 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(handler=cmd_run)
+    demo = commands.add_parser(
+        "demo", help="run volsched against an embedded cluster and show where pods go"
+    )
+    demo.set_defaults(handler=cmd_demo)
     migrate = commands.add_parser("migrate", help="create or upgrade the SQLite database schema")
     migrate.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
     migrate.add_argument("--database", metavar="PATH", help="database file (overrides config)")

@@ -1,0 +1,22 @@
+"""SQLite persistence of both cache layers, the watch resume points and the binding
+journal (see ``cache.store.store`` for what is promised when).
+
+Usage, from the daemon::
+
+    store, opened = await Store.open(path)     # opened.state: warm | cold | rebuilt
+    state = await store.load()                 # everything, before the first watch event
+    store.put_object(kind, key, raw)           # queued; flushed in batches
+    entry = await store.journal_open(pod, node, intent)   # durable when it returns
+    ...
+    await store.close()
+
+``migrate(path)`` brings a file to the newest schema without opening a store (``volsched
+migrate``). Store failures surface as ``cache.errors.StoreError``.
+"""
+
+from cache.store.journal import JournalEntry
+from cache.store.loading import StoredState
+from cache.store.opening import OpenResult, migrate
+from cache.store.store import Store, StoreStats
+
+__all__ = ["JournalEntry", "OpenResult", "Store", "StoreStats", "StoredState", "migrate"]

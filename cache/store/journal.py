@@ -1,0 +1,92 @@
+"""The binding journal: one row per binding cycle in flight.
+
+A binding cycle writes its intent (pod, node, PV prebinds, PVC annotations, replica
+placements — whatever the binder needs to finish or undo it) before its first API write,
+updates it as it goes, and deletes it once the pod is bound or rolled back. What is left
+at start are cycles a crash interrupted; the daemon finishes or rolls back each.
+
+These statements run on the journal's own engine (``synchronous=FULL``) and commit before
+they return: the API write that follows an intent must never be ahead of it on disk.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from cache.store.schema import journal
+
+OPEN = "open"
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    id: int
+    pod: str
+    node: str
+    intent: dict[str, Any]
+    state: str
+    created_at: float
+    updated_at: float
+
+
+def encode_intent(intent: Any) -> str:
+    return json.dumps(intent, separators=(",", ":"), ensure_ascii=False)
+
+
+async def insert_entry(
+    connection: AsyncConnection, pod: str, node: str, intent: str, state: str, now: float
+) -> int:
+    result = await connection.execute(
+        insert(journal).values(
+            pod=pod, node=node, intent=intent, state=state, created_at=now, updated_at=now
+        )
+    )
+    (entry_id,) = result.inserted_primary_key or (None,)
+    if entry_id is None:
+        raise RuntimeError("SQLite returned no id for the journal entry")
+    return int(entry_id)
+
+
+async def update_entry(
+    connection: AsyncConnection, entry_id: int, state: str | None, intent: str | None, now: float
+) -> bool:
+    values: dict[str, Any] = {"updated_at": now}
+    if state is not None:
+        values["state"] = state
+    if intent is not None:
+        values["intent"] = intent
+    result = await connection.execute(
+        update(journal).where(journal.c.id == entry_id).values(values)
+    )
+    return result.rowcount > 0
+
+
+async def delete_entry(connection: AsyncConnection, entry_id: int) -> bool:
+    result = await connection.execute(delete(journal).where(journal.c.id == entry_id))
+    return result.rowcount > 0
+
+
+async def select_entries(connection: AsyncConnection) -> list[JournalEntry]:
+    result = await connection.execute(select(journal).order_by(journal.c.id))
+    return [_entry(row) for row in result]
+
+
+async def count_entries(connection: AsyncConnection) -> int:
+    return int(await connection.scalar(select(func.count()).select_from(journal)) or 0)
+
+
+def _entry(row: Row[Any, Any, Any, Any, Any, Any, Any]) -> JournalEntry:
+    return JournalEntry(
+        id=int(row.id),
+        pod=str(row.pod),
+        node=str(row.node),
+        intent=json.loads(row.intent),
+        state=str(row.state),
+        created_at=float(row.created_at),
+        updated_at=float(row.updated_at),
+    )

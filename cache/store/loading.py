@@ -1,0 +1,80 @@
+"""Reading the whole store back at a warm start: one snapshot, one pass per table.
+
+Bodies come back with a plain ``SELECT kind, key, body`` and are decoded off the event
+loop. Decoding is most of the cost (measured, 50,000 objects of ~1.3 KB on 2 cores:
+0.14 s to fetch, 0.6 s to decode, see bench/store_warm_load.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, Table, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from cache.store import journal as journal_sql
+from cache.store.journal import JournalEntry
+from cache.store.schema import assumed, objects, resume_points
+
+Layer = dict[str, dict[str, dict[str, Any]]]  # kind -> key -> raw object
+Rows = Sequence[Row[str, str, str]]
+
+
+@dataclass(frozen=True)
+class StoredState:
+    """Everything on disk, as ``load()`` found it."""
+
+    objects: Layer
+    assumed: Layer
+    resume_points: dict[str, str]
+    journal: list[JournalEntry]
+
+
+async def read_state(engine: AsyncEngine, *, freeze: bool) -> StoredState:
+    """All four tables in one read transaction (so one consistent snapshot)."""
+    async with engine.connect() as connection:
+        object_rows = (await connection.execute(_bodies(objects))).all()
+        assumed_rows = (await connection.execute(_bodies(assumed))).all()
+        points = await connection.execute(
+            select(resume_points.c.kind, resume_points.c.resource_version)
+        )
+        resume = {str(kind): str(version) for kind, version in points}
+        entries = await journal_sql.select_entries(connection)
+    layer1, layer2 = await asyncio.to_thread(_decode_layers, object_rows, assumed_rows, freeze)
+    return StoredState(objects=layer1, assumed=layer2, resume_points=resume, journal=entries)
+
+
+def _bodies(table: Table) -> Any:
+    return select(table.c.kind, table.c.key, table.c.body)
+
+
+def _decode_layers(object_rows: Rows, assumed_rows: Rows, freeze: bool) -> tuple[Layer, Layer]:
+    # Decoding builds millions of dicts and lists and no cycles. The cyclic collector,
+    # run every few hundred allocations over an ever larger young generation, would take
+    # three quarters of the time (measured, 50,000 objects: 2.4 s instead of 0.6 s), and
+    # its first pass after the decode another 0.4 s; freezing spares that pass too.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _decode(object_rows), _decode(assumed_rows)
+    finally:
+        if freeze:
+            gc.freeze()
+        if was_enabled:
+            gc.enable()
+
+
+def _decode(rows: Rows) -> Layer:
+    layer: Layer = {}
+    loads = json.loads
+    for kind, key, body in rows:
+        by_key = layer.get(kind)
+        if by_key is None:
+            by_key = layer[kind] = {}
+        by_key[key] = loads(body)
+    return layer

@@ -1,0 +1,223 @@
+"""Getting a store file ready to open: cold, warm, or rebuilt — never a crash loop.
+
+- No file: a fresh database (``cold``).
+- A healthy file at a revision this code knows: migrated to the newest schema (``warm``).
+- A file that is not SQLite, fails ``PRAGMA quick_check``, is stamped with a revision
+  this code does not know (written by a newer volsched), or holds tables that are not a
+  volsched store: renamed to ``<path>.corrupt-<UTC timestamp>`` together with its
+  ``-wal``/``-shm``, and a fresh database built in its place (``rebuilt``). Nothing is
+  deleted; the moved file is there to inspect.
+
+Trouble that is the machine's, not the file's (no permission, disk full, file locked by
+another process), is not fixed by moving the file: it ends in ``StoreError`` naming the
+path, and the file is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy.exc import DBAPIError
+
+from cache.errors import StoreError
+from cache.store.migrating import head_revision, known_revisions, upgrade_to_head
+
+log = logging.getLogger("volsched.store")
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
+
+# Primary result codes that say "the file's content is bad". Anything else — busy,
+# locked, I/O error, disk full, cannot open, read-only, no permission — is the machine's
+# trouble, and moving a healthy file aside would lose it for nothing.
+_CONTENT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_ERROR})
+
+
+@dataclass(frozen=True)
+class OpenResult:
+    """How the store file was found: ``warm``, ``cold`` or ``rebuilt`` (and where to)."""
+
+    state: str
+    moved_to: str | None = None
+
+
+@dataclass(frozen=True)
+class PreparedFile:
+    result: OpenResult
+    revision: str
+
+
+class _BadContent(Exception):
+    """The file is not a usable volsched store; the message says why."""
+
+
+def prepare_file(path: Path, clock: Callable[[], float] = time.time) -> PreparedFile:
+    """Make ``path`` a store file at the newest schema revision, recovering if needed."""
+    _ensure_directory(path)
+    state = "warm"
+    moved_to: str | None = None
+    if not path.exists():
+        _remove_orphans(path)
+        state = "cold"
+    else:
+        try:
+            if _inspect(path):
+                state = "cold"
+        except _BadContent as problem:
+            moved_to = move_aside(path, clock, str(problem))
+            state = "rebuilt"
+    try:
+        revision = _upgrade(path)
+    except _BadContent as problem:
+        if state != "warm":
+            # A fresh file we just made cannot be upgraded: that is not the file's fault.
+            raise StoreError(f"{path}: cannot build a new store: {problem}") from None
+        moved_to = move_aside(path, clock, f"cannot migrate it: {problem}")
+        state = "rebuilt"
+        try:
+            revision = _upgrade(path)
+        except _BadContent as again:
+            raise StoreError(f"{path}: cannot build a new store: {again}") from None
+    return PreparedFile(OpenResult(state, moved_to), revision)
+
+
+def migrate(path: str | os.PathLike[str]) -> str:
+    """Bring the store file at ``path`` to the newest schema; the revision it is at.
+
+    Idempotent. Recovers bad files exactly as ``Store.open`` does (moved aside, rebuilt,
+    logged), so ``volsched migrate`` and the daemon agree on what a usable file is.
+    """
+    return prepare_file(Path(path).absolute()).revision
+
+
+# -- the checks -----------------------------------------------------------------------
+
+
+def _ensure_directory(path: Path) -> None:
+    directory = path.parent
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreError(
+            f"{path}: cannot create the directory {directory}: {error.strerror or error}"
+        ) from None
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise StoreError(f"{path}: the directory {directory} is not writable")
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory, not a store file")
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise StoreError(f"{path}: the file is not readable and writable")
+
+
+def _inspect(path: Path) -> bool:
+    """Whether the existing file is an empty database; raises ``_BadContent`` if unusable."""
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(len(SQLITE_HEADER))
+    except OSError as error:
+        raise StoreError(f"{path}: cannot read the file: {error.strerror or error}") from None
+    if not header:
+        return True  # a zero-length file is an empty SQLite database
+    if header != SQLITE_HEADER:
+        raise _BadContent("not a SQLite database")
+    try:
+        connection = sqlite3.connect(path, timeout=5.0)
+    except sqlite3.Error as error:
+        raise _classify(path, error) from None
+    try:
+        problems = [str(row[0]) for row in connection.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise _BadContent(f"PRAGMA quick_check: {'; '.join(problems[:3])}")
+        tables = {
+            str(row[0])
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        }
+        if "alembic_version" in tables:
+            stamped = [
+                str(row[0]) for row in connection.execute("SELECT version_num FROM alembic_version")
+            ]
+            unknown = [revision for revision in stamped if revision not in known_revisions()]
+            if unknown:
+                raise _BadContent(
+                    f"schema revision {', '.join(unknown)} is unknown to this volsched"
+                    f" (newest known: {head_revision()}); written by a newer version?"
+                )
+            return not stamped
+        if tables:
+            raise _BadContent(
+                f"holds tables ({', '.join(sorted(tables)[:5])}) but is not a volsched store"
+            )
+        return True
+    except sqlite3.Error as error:
+        raise _classify(path, error) from None
+    finally:
+        connection.close()
+
+
+def _upgrade(path: Path) -> str:
+    try:
+        return upgrade_to_head(path)
+    except DBAPIError as error:
+        original = error.orig
+        if isinstance(original, sqlite3.Error):
+            raise _classify(path, original) from None
+        raise StoreError(f"{path}: {original}") from None
+    except sqlite3.Error as error:
+        raise _classify(path, error) from None
+
+
+def _classify(path: Path, error: sqlite3.Error) -> Exception:
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in _CONTENT_CODES:
+        return _BadContent(str(error))
+    return StoreError(f"{path}: {error}")
+
+
+# -- moving files -----------------------------------------------------------------------
+
+
+def move_aside(path: Path, clock: Callable[[], float], reason: str) -> str:
+    """Rename the file and its companions to ``<path>.corrupt-<UTC timestamp>``."""
+    stamp = datetime.fromtimestamp(clock(), UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    attempt = 1
+    while any(_with_suffix(target, s).exists() for s in ("", *COMPANION_SUFFIXES)):
+        attempt += 1
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{attempt}")
+    # Companions first: should we die halfway, the main file is still where it was and
+    # the next start simply checks it again.
+    try:
+        for suffix in (*COMPANION_SUFFIXES, ""):
+            source = _with_suffix(path, suffix)
+            if source.exists():
+                os.replace(source, _with_suffix(target, suffix))
+    except OSError as error:
+        raise StoreError(
+            f"{path}: {reason}, and it cannot be moved aside: {error.strerror or error}"
+        ) from None
+    log.warning("%s: %s; moved it to %s and starting from an empty store", path, reason, target)
+    return str(target)
+
+
+def _remove_orphans(path: Path) -> None:
+    """A -wal or -shm without its database is useless, and SQLite could replay a stale
+    WAL into the new file: remove them before creating one."""
+    for suffix in COMPANION_SUFFIXES:
+        orphan = _with_suffix(path, suffix)
+        try:
+            orphan.unlink(missing_ok=True)
+        except OSError as error:
+            raise StoreError(f"{orphan}: cannot remove: {error.strerror or error}") from None
+
+
+def _with_suffix(path: Path, suffix: str) -> Path:
+    return path.with_name(path.name + suffix)

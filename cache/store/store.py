@@ -1,0 +1,399 @@
+"""The store: both cache layers, watch resume points and the binding journal in one
+SQLite file, so a restarted daemon is ready from disk before its first watch event.
+
+Two kinds of write, with two promises:
+
+- **Cache writes** (``put_object``, ``delete_object``, ``replace_kind``, ``put_assumed``,
+  ``delete_assumed``, ``set_resume_point``) are plain calls that only queue: the latest
+  write per key waits in memory and a background task flushes the queue in one
+  transaction at most ``flush_interval_seconds`` after the first queued write, or at once
+  when more than ``max_pending`` rows wait. A crash loses at most that window, which the
+  next watch or relist rewrites. ``flush()`` forces a flush; ``close()`` flushes.
+- **Journal writes** (``journal_open``, ``journal_update``, ``journal_close``) are awaited
+  and committed, with ``synchronous=FULL``, before they return.
+
+Call everything from the event loop's thread. The store serializes ``put_*`` objects at
+the call (later changes to them are not stored); ``replace_kind`` keeps the objects it is
+given and serializes them at the flush, in slices that let the loop run, so a relist of
+tens of thousands of objects never stalls the loop — do not mutate them afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from cache.errors import StoreError
+from cache.store import journal as journal_sql
+from cache.store.connecting import create_store_engine
+from cache.store.flushing import dumps, serialize_relists, write_batch
+from cache.store.journal import JournalEntry
+from cache.store.loading import StoredState, read_state
+from cache.store.opening import OpenResult, prepare_file
+from cache.store.pending import PendingWrites
+
+log = logging.getLogger("volsched.store")
+
+# After a failed background flush, wait this long (doubling) before the next attempt.
+RETRY_MAX_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    """Figures for metrics: read ``store.stats``, or pass ``on_flush`` to ``open``."""
+
+    pending: int
+    flushes: int
+    rows_flushed: int
+    last_flush_seconds: float
+    flush_errors: int
+    last_flush_error: str | None  # why the latest flush failed; None once one succeeds
+    journal_depth: int
+
+
+class Store:
+    """Open with ``await Store.open(path)``; see the module docstring for the promises."""
+
+    def __init__(
+        self,
+        path: Path,
+        engine: AsyncEngine,
+        journal_engine: AsyncEngine,
+        *,
+        flush_interval_seconds: float,
+        max_pending: int,
+        clock: Callable[[], float],
+        on_flush: Callable[[StoreStats], None] | None,
+        journal_depth: int,
+    ) -> None:
+        self.path = path
+        self._engine = engine
+        self._journal_engine = journal_engine
+        self._flush_interval_seconds = flush_interval_seconds
+        self._max_pending = max_pending
+        self._clock = clock
+        self._on_flush = on_flush
+        self._pending = PendingWrites()
+        self._write_lock = asyncio.Lock()  # one writer at a time: flushes and journal
+        self._dirty = asyncio.Event()  # something waits to be flushed
+        self._urgent = asyncio.Event()  # more than max_pending waits: flush now
+        self._closed = False
+        self._flushes = 0
+        self._rows_flushed = 0
+        self._last_flush_seconds = 0.0
+        self._flush_errors = 0
+        self._last_flush_error: str | None = None
+        self._journal_depth = journal_depth
+        self._flusher = asyncio.get_running_loop().create_task(
+            self._flush_forever(), name=f"volsched-store-flush:{path.name}"
+        )
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        flush_interval_seconds: float = 0.2,
+        max_pending: int = 5000,
+        clock: Callable[[], float] = time.time,
+        on_flush: Callable[[StoreStats], None] | None = None,
+    ) -> tuple[Store, OpenResult]:
+        """Open (creating, migrating or rebuilding as needed) the store file at ``path``.
+
+        Never raises for a bad file — that is moved aside and rebuilt, as the result
+        says; raises ``StoreError`` when the file or its directory cannot be written.
+        """
+        if flush_interval_seconds <= 0:
+            raise ValueError("flush_interval_seconds must be positive")
+        if max_pending < 1:
+            raise ValueError("max_pending must be at least 1")
+        file = Path(path).absolute()
+        prepared = await asyncio.to_thread(prepare_file, file, clock)
+        engine = create_store_engine(file)
+        journal_engine = create_store_engine(file, synchronous="FULL")
+        try:
+            async with journal_engine.connect() as connection:
+                depth = await journal_sql.count_entries(connection)
+        except BaseException as error:
+            await engine.dispose()
+            await journal_engine.dispose()
+            if isinstance(error, SQLAlchemyError):
+                raise _store_error(file, "opening", error) from None
+            raise
+        store = cls(
+            file,
+            engine,
+            journal_engine,
+            flush_interval_seconds=flush_interval_seconds,
+            max_pending=max_pending,
+            clock=clock,
+            on_flush=on_flush,
+            journal_depth=depth,
+        )
+        return store, prepared.result
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def load(self, *, freeze: bool = True) -> StoredState:
+        """Everything stored, in one read snapshot (queued writes are flushed first).
+
+        The decode runs off the event loop with the cyclic garbage collector paused, and
+        with ``freeze`` (the default) ends with ``gc.freeze()``: everything the process
+        holds by then — the loaded objects above all — moves to the collector's
+        permanent generation, so no later collection walks a heap of tens of thousands
+        of objects again. Reference counting still frees them when they are replaced.
+        Right for a daemon's warm start; pass ``freeze=False`` to leave the collector be.
+        """
+        self._check_open()
+        await self.flush()
+        try:
+            state = await read_state(self._engine, freeze=freeze)
+        except SQLAlchemyError as error:
+            raise _store_error(self.path, "loading", error) from None
+        self._journal_depth = len(state.journal)
+        return state
+
+    @property
+    def stats(self) -> StoreStats:
+        return StoreStats(
+            pending=len(self._pending),
+            flushes=self._flushes,
+            rows_flushed=self._rows_flushed,
+            last_flush_seconds=self._last_flush_seconds,
+            flush_errors=self._flush_errors,
+            last_flush_error=self._last_flush_error,
+            journal_depth=self._journal_depth,
+        )
+
+    @property
+    def is_open(self) -> bool:
+        """False once ``close()`` or ``abort()`` has begun."""
+        return not self._closed
+
+    # -- cache writes: queued, never waiting ---------------------------------------------
+
+    def put_object(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
+        """Layer 1: the latest object the API server sent for ``kind``/``key``."""
+        self._check_open()
+        self._pending.set_object(kind, key, dumps(raw))
+        self._queued()
+
+    def delete_object(self, kind: str, key: str) -> None:
+        self._check_open()
+        self._pending.set_object(kind, key, None)
+        self._queued()
+
+    def replace_kind(
+        self, kind: str, objects: Mapping[str, Mapping[str, Any]], resource_version: str
+    ) -> None:
+        """After a relist: exactly these objects of ``kind`` exist, as of
+        ``resource_version``. Applied whole at the next flush, with the resume point."""
+        self._check_open()
+        self._pending.replace_kind(kind, dict(objects), resource_version)
+        self._queued()
+
+    def put_assumed(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
+        """Layer 2: what this scheduler assumed for ``kind``/``key``."""
+        self._check_open()
+        self._pending.set_assumed(kind, key, dumps(raw))
+        self._queued()
+
+    def delete_assumed(self, kind: str, key: str) -> None:
+        self._check_open()
+        self._pending.set_assumed(kind, key, None)
+        self._queued()
+
+    def set_resume_point(self, kind: str, resource_version: str) -> None:
+        """Where the watch of ``kind`` resumes; flushed with (never before) the objects
+        queued ahead of it."""
+        self._check_open()
+        self._pending.set_resume_point(kind, resource_version)
+        self._queued()
+
+    async def flush(self) -> None:
+        """Write everything queued so far; raises ``StoreError`` if it cannot.
+
+        On failure nothing of the batch is written and all of it stays queued."""
+        await self._flush_batch()
+
+    # -- journal writes: durable before they return --------------------------------------
+
+    async def journal_open(
+        self, pod: str, node: str, intent: Mapping[str, Any], *, state: str = journal_sql.OPEN
+    ) -> int:
+        """Record a binding cycle's intent; committed when this returns. Its id."""
+        self._check_open()
+        body = journal_sql.encode_intent(intent)
+        async with self._journal_write("opening a journal entry") as connection:
+            entry_id = await journal_sql.insert_entry(
+                connection, pod, node, body, state, self._clock()
+            )
+        self._journal_depth += 1
+        return entry_id
+
+    async def journal_update(
+        self,
+        entry_id: int,
+        *,
+        state: str | None = None,
+        intent: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record progress of an open entry; raises ``StoreError`` if it is not open."""
+        self._check_open()
+        body = None if intent is None else journal_sql.encode_intent(intent)
+        async with self._journal_write("updating a journal entry") as connection:
+            found = await journal_sql.update_entry(connection, entry_id, state, body, self._clock())
+        if not found:
+            raise StoreError(f"{self.path}: no open journal entry {entry_id}")
+
+    async def journal_close(self, entry_id: int) -> None:
+        """The cycle is over (bound or rolled back). Closing twice is harmless."""
+        self._check_open()
+        async with self._journal_write("closing a journal entry") as connection:
+            found = await journal_sql.delete_entry(connection, entry_id)
+        if found:
+            self._journal_depth -= 1
+
+    async def journal_pending(self) -> list[JournalEntry]:
+        """Open entries, oldest first."""
+        self._check_open()
+        try:
+            async with self._journal_engine.connect() as connection:
+                entries = await journal_sql.select_entries(connection)
+        except SQLAlchemyError as error:
+            raise _store_error(self.path, "reading the journal", error) from None
+        self._journal_depth = len(entries)
+        return entries
+
+    @contextlib.asynccontextmanager
+    async def _journal_write(self, doing: str) -> AsyncIterator[AsyncConnection]:
+        async with self._write_lock:
+            try:
+                async with self._journal_engine.begin() as connection:
+                    yield connection
+            except SQLAlchemyError as error:
+                raise _store_error(self.path, doing, error) from None
+
+    # -- shutting down --------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Flush what is queued, then release the file. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._stop_flusher()
+            await self._flush_batch()
+        finally:
+            await self._dispose()
+
+    async def abort(self) -> None:
+        """Release the file without flushing, as a crash would: queued cache writes are
+        lost, the journal is not. For a fatal shutdown, and for tests of recovery."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._stop_flusher()
+            self._pending.take()
+        finally:
+            await self._dispose()
+
+    async def _stop_flusher(self) -> None:
+        # Under the write lock the flusher is between flushes, never inside a transaction.
+        async with self._write_lock:
+            self._flusher.cancel()
+            await asyncio.wait([self._flusher])
+
+    async def _dispose(self) -> None:
+        try:
+            await self._engine.dispose()
+        finally:
+            await self._journal_engine.dispose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreError(f"{self.path}: the store is closed")
+
+    # -- the write-behind flusher ---------------------------------------------------------
+
+    def _queued(self) -> None:
+        self._dirty.set()
+        if len(self._pending) > self._max_pending:
+            self._urgent.set()
+
+    async def _flush_forever(self) -> None:
+        """Flush at most ``flush_interval_seconds`` after the first queued write."""
+        retry_seconds = self._flush_interval_seconds
+        while True:
+            await self._dirty.wait()
+            if not self._urgent.is_set():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._flush_interval_seconds):
+                        await self._urgent.wait()
+            try:
+                await self._flush_batch()
+            except Exception as error:  # keep flushing whatever went wrong this time
+                if isinstance(error, StoreError):
+                    log.warning("%s; retrying in %.1f s", error, retry_seconds)
+                else:
+                    log.exception(
+                        "flushing %s failed; retrying in %.1f s", self.path, retry_seconds
+                    )
+                await asyncio.sleep(retry_seconds)
+                retry_seconds = min(retry_seconds * 2, RETRY_MAX_SECONDS)
+            else:
+                retry_seconds = self._flush_interval_seconds
+
+    async def _flush_batch(self) -> None:
+        async with self._write_lock:
+            if not len(self._pending):
+                return
+            batch = self._pending.take()
+            self._dirty.clear()
+            self._urgent.clear()
+            try:
+                relists = await serialize_relists(batch)
+                started = time.perf_counter()
+                async with self._engine.begin() as connection:
+                    rows = await write_batch(connection, batch, relists, self._clock())
+                elapsed = time.perf_counter() - started
+            except BaseException as error:
+                # Every write in a batch is idempotent: put it back and write it again.
+                self._pending.restore(batch)
+                self._queued()
+                if isinstance(error, SQLAlchemyError):
+                    failure = _store_error(self.path, "flushing", error)
+                    self._note_failure(str(failure))
+                    raise failure from None
+                if isinstance(error, Exception):
+                    self._note_failure(f"{self.path}: flushing failed: {error!r}")
+                raise
+        self._flushes += 1
+        self._last_flush_error = None
+        self._rows_flushed += rows
+        self._last_flush_seconds = elapsed
+        if self._on_flush is not None:
+            try:
+                self._on_flush(self.stats)
+            except Exception:
+                log.exception("the store's on_flush callback failed")
+
+    def _note_failure(self, message: str) -> None:
+        self._flush_errors += 1
+        self._last_flush_error = message
+
+
+def _store_error(path: Path, doing: str, error: SQLAlchemyError) -> StoreError:
+    cause = error.orig if isinstance(error, DBAPIError) else error
+    return StoreError(f"{path}: {doing} failed: {cause}")
