@@ -27,7 +27,7 @@ from typing import Any
 from aiohttp import web
 
 from cache.cluster import ClusterCache
-from cache.store import OpenResult, Store
+from cache.store import OpenResult, Store, StoreStats
 from daemon.binding import Binder, BindingSettings
 from daemon.config import Settings
 from daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
@@ -71,13 +71,14 @@ class Daemon:
         store: Store,
         opened: OpenResult,
         options: DaemonOptions | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
         self.client = client
         self.store = store
         self.opened = opened
         self.options = options or DaemonOptions()
-        self.metrics = Metrics()
+        self.metrics = metrics or Metrics()
         self.cluster = ClusterCache()
         clock = self.options.clock
         self.queue = SchedulingQueue(
@@ -137,6 +138,9 @@ class Daemon:
         return Scheduler(self.cluster, profile, random.Random(self.options.seed))
 
     # -- state -----------------------------------------------------------------------
+
+    def journal_depth(self) -> int:
+        return self.store.stats.journal_depth
 
     def synced(self) -> bool:
         return all(w.state.synced for w in self.watchers)
@@ -246,14 +250,19 @@ class Daemon:
 async def open_daemon(
     settings: Settings, client: KubeClient, options: DaemonOptions | None = None
 ) -> Daemon:
-    store, opened = await Store.open(settings.database.path)
+    metrics = Metrics()
+
+    def flushed(stats: StoreStats) -> None:
+        metrics.database_write.observe(stats.last_flush_seconds)
+
+    store, opened = await Store.open(settings.database.path, on_flush=flushed)
     if opened.state == "rebuilt":
         log.warning(
             "database %s was unreadable; moved to %s and rebuilt from the API server",
             settings.database.path,
             opened.moved_to,
         )
-    return Daemon(settings, client, store, opened, options)
+    return Daemon(settings, client, store, opened, options, metrics)
 
 
 async def run_until_signalled(daemon: Daemon, stop: asyncio.Event) -> None:

@@ -51,6 +51,14 @@ class Journal(Protocol):
     async def journal_pending(self) -> list[Any]: ...
 
 
+@dataclass(slots=True)
+class UndoResult:
+    """PVs whose claimRef was cleared, and PVs kept because their claim got bound."""
+
+    released: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+
+
 class BindingFailed(Exception):
     """The binding cycle cannot complete; the message is what the user sees."""
 
@@ -287,7 +295,7 @@ class Binder:
 
     # -- undo ------------------------------------------------------------------------
 
-    async def undo(self, intent: Intent, done: Mapping[str, list[str]] | None = None) -> None:
+    async def undo(self, intent: Intent, done: Mapping[str, list[str]] | None = None) -> UndoResult:
         """Take back API writes that would outlive the failed binding.
 
         A PV stays with its claim only if the PV controller already bound them (rolling
@@ -300,8 +308,12 @@ class Binder:
             if done is None
             else [p for p in intent.prebinds if p["pv"] in done["prebinds"]]
         )
+        result = UndoResult()
         for prebind in prebinds:
-            await self._release_pv(prebind["pv"], prebind["claim"])
+            if await self._release_pv(prebind["pv"], prebind["claim"]):
+                result.released.append(prebind["pv"])
+            else:
+                result.kept.append(prebind["pv"])
         provisions = (
             intent.provisions
             if done is None
@@ -323,19 +335,21 @@ class Binder:
                 except ApiError as exc:
                     log.warning("could not delete replica %s: %s", replica["name"], exc)
                 self.ingest.delete_key("Replica", replica["name"])
+        return result
 
-    async def _release_pv(self, pv_name: str, claim_key: str) -> None:
+    async def _release_pv(self, pv_name: str, claim_key: str) -> bool:
+        """Clear a claimRef we wrote unless the claim got bound to the PV; True if cleared."""
         for _attempt in range(3):
             try:
                 raw = await self.client.get("PersistentVolume", pv_name)
             except NotFound:
-                return
+                return False
             ref = (raw.get("spec") or {}).get("claimRef") or {}
             if f"{ref.get('namespace')}/{ref.get('name')}" != claim_key:
-                return
+                return False
             claim = self.cluster.pvcs.get_api(claim_key)
             if claim is not None and claim.volume_name == pv_name and claim.fully_bound:
-                return
+                return False
             try:
                 claim_raw = await self.client.get(
                     "PersistentVolumeClaim", *reversed(claim_key.split("/", 1))
@@ -344,7 +358,7 @@ class Binder:
                 if (claim_raw.get("spec") or {}).get("volumeName") == pv_name and (
                     ANN_BIND_COMPLETED in annotations
                 ):
-                    return
+                    return False
             except NotFound:
                 pass
             raw["spec"].pop("claimRef", None)
@@ -355,10 +369,11 @@ class Binder:
                 continue
             except ApiError as exc:
                 log.warning("could not release PV %s: %s", pv_name, exc)
-                return
+                return False
             updated.setdefault("kind", "PersistentVolume")
             self.ingest.upsert("PersistentVolume", updated)
-            return
+            return True
+        return False
 
     async def _release_claim(self, claim_key: str, node: str) -> None:
         namespace, name = claim_key.split("/", 1)

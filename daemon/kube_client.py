@@ -210,12 +210,13 @@ class KubeClient:
                         code = int(status.get("code") or 500)
                         raise _error(code, json.dumps(status))
                     yield event
-            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
-                raise ApiError(0, f"watch {kind}: {exc}") from None
-            except TimeoutError:
+            except (aiohttp.ServerTimeoutError, TimeoutError):
+                # The read deadline: a live stream sends events or bookmarks well within it.
                 raise ApiError(
                     0, f"watch {kind}: no event or bookmark for {silence_seconds:g}s"
                 ) from None
+            except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
+                raise ApiError(0, f"watch {kind}: {exc}") from None
 
     async def get(self, kind: str, name: str, namespace: str | None = None) -> Raw:
         return await self._json("GET", resource(kind).path(namespace, name))

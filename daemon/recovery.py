@@ -21,8 +21,12 @@ log = logging.getLogger("volsched.recovery")
 
 @dataclass(slots=True)
 class RecoveryReport:
+    """``finished``: intents whose pod got bound; ``released`` / ``kept``: PVs whose
+    claimRef was cleared / kept because the PV controller had bound the claim."""
+
     finished: int = 0
-    rolled_back: int = 0
+    released: int = 0
+    kept: int = 0
     failed: int = 0
 
 
@@ -53,17 +57,20 @@ async def recover(binder: Binder) -> RecoveryReport:
             if bound:
                 report.finished += 1
             else:
-                await binder.undo(intent)
-                report.rolled_back += 1
+                undone = await binder.undo(intent)
+                report.released += len(undone.released)
+                report.kept += len(undone.kept)
         except ApiError as exc:
             log.warning("recovery of %s left as is: %s", intent.pod, exc)
             report.failed += 1
         await binder.journal.journal_close(entry.id)
     if pending:
         log.info(
-            "binding journal: %d finished, %d rolled back, %d left to the queue",
+            "binding journal: %d intent(s) finished; %d PV prebind(s) released, %d kept "
+            "(claim bound: rolled forward); %d left as found",
             report.finished,
-            report.rolled_back,
+            report.released,
+            report.kept,
             report.failed,
         )
     return report

@@ -1,0 +1,165 @@
+"""The daemon against the embedded cluster: an emulated API server over real HTTP, the
+real daemon (in-process or as a subprocess) and a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from daemon.app import Daemon, DaemonOptions, open_daemon
+from daemon.config import DatabaseSettings, HttpSettings, Settings
+from daemon.kube_client import KubeClient
+from daemon.watching import WatchSettings
+from emulator import ApiServer, ControllerSettings, write_kubeconfig
+
+ROOT = Path(__file__).resolve().parents[2]
+Raw = dict[str, Any]
+FAST = ControllerSettings(
+    pv_bind_delay_seconds=0.05, provision_delay_seconds=0.05, replica_sync_delay_seconds=0.05
+)
+
+
+@pytest.fixture(autouse=True)
+async def no_leaked_tasks() -> AsyncIterator[None]:
+    yield
+    await asyncio.sleep(0)
+    current = asyncio.current_task()
+    leaked = [t for t in asyncio.all_tasks() if t is not current and not t.done()]
+    assert not leaked, f"tasks left running: {leaked}"
+
+
+def crds() -> list[Raw]:
+    objects = []
+    for path in sorted((ROOT / "deploy" / "crds").glob("*.yaml")):
+        objects.extend(doc for doc in yaml.safe_load_all(path.read_text()) if doc)
+    return objects
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = check()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise AssertionError(f"{what or 'condition'} not met within {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+class Cluster:
+    """The emulator plus what it takes to run daemons against it."""
+
+    def __init__(self, server: ApiServer, workdir: Path) -> None:
+        self.server = server
+        self.workdir = workdir
+        self.kubeconfig = write_kubeconfig(workdir / "kubeconfig", server.url)
+        self.db_path = workdir / "volsched.db"
+        self._daemons: list[tuple[Daemon, KubeClient]] = []
+
+    def settings(self, **changes: Any) -> Settings:
+        base = Settings(
+            database=DatabaseSettings(str(self.db_path)),
+            http=HttpSettings("127.0.0.1:0"),
+            bind_timeout_seconds=20,
+        )
+        return replace(base, **changes)
+
+    async def start_daemon(self, settings: Settings | None = None, **watch: Any) -> Daemon:
+        client = await KubeClient.connect(str(self.kubeconfig))
+        options = DaemonOptions(
+            watch=WatchSettings(
+                silence_seconds=watch.get("silence_seconds", 5.0),
+                backoff_initial_seconds=0.05,
+                backoff_max_seconds=0.5,
+            ),
+            grace_seconds=5,
+            seed=1,
+        )
+        daemon = await open_daemon(settings or self.settings(), client, options)
+        self._daemons.append((daemon, client))
+        await daemon.start()
+        return daemon
+
+    async def stop_daemon(self, daemon: Daemon) -> None:
+        for index, (running, client) in enumerate(self._daemons):
+            if running is daemon:
+                await daemon.stop()
+                await client.close()
+                del self._daemons[index]
+                return
+
+    async def close(self) -> None:
+        for daemon, client in list(self._daemons):
+            await daemon.stop()
+            await client.close()
+        self._daemons.clear()
+
+    def pod(self, name: str, namespace: str = "default") -> Raw:
+        found = self.server.get("Pod", name, namespace)
+        assert found is not None, f"pod {namespace}/{name} not found"
+        return found
+
+    def node_of(self, name: str, namespace: str = "default") -> str | None:
+        found = self.server.get("Pod", name, namespace)
+        return None if found is None else (found.get("spec") or {}).get("nodeName")
+
+    def events_for(self, name: str, namespace: str = "default") -> list[Raw]:
+        return [
+            e
+            for e in self.server.list("Event", namespace)
+            if (e.get("involvedObject") or {}).get("name") == name
+        ]
+
+    async def subprocess_daemon(self, *extra: str) -> asyncio.subprocess.Process:
+        config = self.workdir / "config.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "database": {"path": str(self.db_path)},
+                    "http": {"address": "127.0.0.1:0"},
+                    "bindTimeoutSeconds": 30,
+                }
+            )
+        )
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "daemon.cli",
+            "run",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--config",
+            str(config),
+            *extra,
+            cwd=str(ROOT),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
+
+@pytest.fixture
+def controllers() -> ControllerSettings:
+    return FAST
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path, controllers: ControllerSettings) -> AsyncIterator[Cluster]:
+    server = ApiServer(controllers=controllers, bookmark_interval_seconds=0.5)
+    await server.start()
+    server.load(crds())
+    harness = Cluster(server, tmp_path)
+    try:
+        yield harness
+    finally:
+        await harness.close()
+        await server.stop()

@@ -1,0 +1,222 @@
+"""What must survive: cut, expired and stalled watches; a daemon killed between the PV
+prebind and the pod binding; restarts with a warm, a deleted or a corrupt database;
+SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import aiohttp
+import pytest
+
+from emulator import ControllerSettings
+from tests.integration.conftest import FAST, Cluster, eventually
+from tests.integration.objects import claim, local_pv, node, pod, storage_class
+
+BASE = [node("node-1", "zone-a"), node("node-2", "zone-b"), storage_class("local")]
+
+
+def cache_pvs(cluster: Cluster, daemon: object) -> set[str]:
+    return {pv.meta.name for pv in daemon.cluster.pvs.values()}  # type: ignore[attr-defined]
+
+
+def server_pvs(cluster: Cluster) -> set[str]:
+    return {pv["metadata"]["name"] for pv in cluster.server.list("PersistentVolume")}
+
+
+async def test_watch_cut_expiry_and_stall_all_converge(cluster: Cluster) -> None:
+    server = cluster.server
+    server.load([*BASE, local_pv("pv-a", "node-1")])
+    daemon = await cluster.start_daemon(silence_seconds=1.0)
+    await eventually(lambda: cache_pvs(cluster, daemon) == {"pv-a"}, what="initial sync")
+
+    # 1. The connection drops: the watch resumes from its resourceVersion.
+    server.faults.cut_watches(abrupt=True)
+    server.load([local_pv("pv-b", "node-2")])
+    await eventually(lambda: cache_pvs(cluster, daemon) == {"pv-a", "pv-b"}, what="after a cut")
+
+    # 2. History compacted while the stream is down: 410 Gone, relist, deletions emitted.
+    pv_watcher = next(w for w in daemon.watchers if w.kind == "PersistentVolume")
+    relists_before = pv_watcher.state.relists
+    server.faults.stall_watches(0.5)
+    await server_delete(cluster, "pv-a")
+    server.faults.compact()
+    server.faults.cut_watches()
+    await eventually(lambda: cache_pvs(cluster, daemon) == server_pvs(cluster), what="after 410")
+    assert pv_watcher.state.relists > relists_before
+
+    # 3. The stream goes silent (no events, no bookmarks): treated as dead and reopened.
+    # (The emulator stalls every stream, new ones too, for 3 s; the daemon gives up on a
+    # stream after 1 s of silence and reconnects until the server talks again.)
+    restarts_before = pv_watcher.state.restarts
+    server.faults.stall_watches(3)
+    await asyncio.sleep(0.1)
+    server.load([local_pv("pv-c", "node-1")])
+    await eventually(
+        lambda: "pv-c" in cache_pvs(cluster, daemon), timeout=10, what="after a stalled stream"
+    )
+    assert cache_pvs(cluster, daemon) == server_pvs(cluster)
+    assert pv_watcher.state.restarts > restarts_before
+    assert "no event or bookmark" in pv_watcher.state.last_error
+
+
+async def server_delete(cluster: Cluster, name: str) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.delete(f"{cluster.server.url}/api/v1/persistentvolumes/{name}") as response,
+    ):
+        assert response.status in (200, 202)
+
+
+@pytest.mark.parametrize(
+    "controllers",
+    [ControllerSettings(pv_bind_delay_seconds=1.5, provision_delay_seconds=0.05)],
+)
+async def test_killed_between_prebind_and_binding_rolls_back_then_places(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    """SIGKILL while the binding cycle waits for the PV controller; restart at once,
+    before the controller acts: the prebind is undone, then the pod is placed."""
+    server = cluster.server
+    server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
+    process = await cluster.subprocess_daemon()
+    try:
+        server.load([pod("p", ("c1",))])
+        await eventually(
+            lambda: any(
+                r.status == 200 for r in server.faults.requests("PUT", r"/persistentvolumes/pv-1$")
+            ),
+            timeout=20,
+            what="the daemon prebinding the PV",
+        )
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    prebound = server.get("PersistentVolume", "pv-1")
+    assert prebound is not None and prebound["spec"]["claimRef"]["name"] == "c1"
+    assert cluster.node_of("p") is None
+
+    daemon = await cluster.start_daemon()
+    assert daemon.recovered is not None
+    assert (daemon.recovered.released, daemon.recovered.kept) == (1, 0)
+    await eventually(lambda: cluster.node_of("p") == "node-1", timeout=15, what="pod placed")
+    volume = server.get("PersistentVolume", "pv-1")
+    assert volume is not None and volume["status"]["phase"] == "Bound"
+    assert daemon.journal_depth() == 0
+
+
+@pytest.mark.parametrize(
+    "controllers",
+    [ControllerSettings(pv_bind_delay_seconds=0.5, provision_delay_seconds=0.05)],
+)
+async def test_killed_daemon_rolls_forward_when_the_claim_got_bound(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    """The PV controller completes the prebind while the daemon is down: on restart the
+    claim keeps its PV and the pod follows it, without writing the PV again."""
+    server = cluster.server
+    server.load([*BASE, local_pv("pv-1", "node-2"), claim("c1")])
+    process = await cluster.subprocess_daemon()
+    try:
+        server.load([pod("p", ("c1",))])
+        await eventually(
+            lambda: any(
+                r.status == 200 for r in server.faults.requests("PUT", r"/persistentvolumes/pv-1$")
+            ),
+            timeout=20,
+            what="the daemon prebinding the PV",
+        )
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    await eventually(
+        lambda: (
+            (server.get("PersistentVolumeClaim", "c1", "default") or {})
+            .get("status", {})
+            .get("phase")
+            == "Bound"
+        ),
+        what="the PV controller completing the prebind while the daemon is down",
+    )
+    puts_before = len(server.faults.requests("PUT", r"/persistentvolumes/pv-1$"))
+    daemon = await cluster.start_daemon()
+    assert daemon.recovered is not None
+    assert (daemon.recovered.released, daemon.recovered.kept) == (0, 1)
+    await eventually(
+        lambda: cluster.node_of("p") == "node-2", timeout=15, what="pod follows its PV"
+    )
+    assert len(server.faults.requests("PUT", r"/persistentvolumes/pv-1$")) == puts_before
+    volume = server.get("PersistentVolume", "pv-1")
+    assert volume is not None and volume["spec"]["claimRef"]["name"] == "c1"
+
+
+async def test_warm_restart_is_ready_before_the_first_watch_event(cluster: Cluster) -> None:
+    server = cluster.server
+    server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
+    first = await cluster.start_daemon()
+    await eventually(first.synced, what="first sync")
+    await cluster.stop_daemon(first)
+
+    server.faults.stall_watches(20)
+    started = time.monotonic()
+    second = await cluster.start_daemon(silence_seconds=30.0)
+    assert second.warm
+    assert time.monotonic() - started < 5
+    assert not any(w.state.synced for w in second.watchers if w.kind == "Node")
+    assert {pv.meta.name for pv in second.cluster.pvs.values()} == {"pv-1"}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"http://127.0.0.1:{second.http_port}/readyz") as response,
+    ):
+        assert response.status == 200
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage"])
+async def test_deleted_or_corrupt_database_is_rebuilt_from_a_relist(
+    cluster: Cluster, damage: str
+) -> None:
+    server = cluster.server
+    server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
+    first = await cluster.start_daemon()
+    await eventually(first.synced, what="first sync")
+    await cluster.stop_daemon(first)
+    for suffix in ("", "-wal", "-shm"):
+        path = cluster.db_path.with_name(cluster.db_path.name + suffix)
+        if path.exists():
+            path.unlink()
+    if damage == "garbage":
+        cluster.db_path.write_bytes(b"this is not a database" * 100)
+    second = await cluster.start_daemon()
+    assert not second.warm
+    assert second.opened.state == ("cold" if damage == "delete" else "rebuilt")
+    if damage == "garbage":
+        assert second.opened.moved_to is not None and os.path.exists(second.opened.moved_to)
+    server.load([pod("p", ("c1",))])
+    await eventually(lambda: cluster.node_of("p") == "node-1", what="scheduling after rebuild")
+
+
+@pytest.mark.parametrize("controllers", [FAST])
+async def test_sigterm_stops_cleanly(cluster: Cluster, controllers: ControllerSettings) -> None:
+    cluster.server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1"), pod("p", ("c1",))])
+    process = await cluster.subprocess_daemon()
+    try:
+        await eventually(lambda: cluster.node_of("p") == "node-1", timeout=20, what="pod placed")
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), timeout=15)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.stderr is not None
+    stderr = (await process.stderr.read()).decode()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
