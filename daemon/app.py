@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Tracer
 
 from cache.cluster import ClusterCache
 from cache.store import OpenResult, Store, StoreStats
@@ -39,6 +41,7 @@ from daemon.policy_file import load_policy_file
 from daemon.queueing import SchedulingQueue
 from daemon.recovery import RecoveryReport, recover
 from daemon.reporting import Reporter
+from daemon.tracing import make_tracer
 from daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
 from scheduling.framework.runner import Scheduler
 from scheduling.policy import default_policy
@@ -61,6 +64,7 @@ class DaemonOptions:
     seed: int | None = None
     instance: str = field(default_factory=socket.gethostname)
     clock: Callable[[], float] = time.time
+    tracer: Tracer | None = None
 
 
 class Daemon:
@@ -79,6 +83,14 @@ class Daemon:
         self.opened = opened
         self.options = options or DaemonOptions()
         self.metrics = metrics or Metrics()
+        self._tracer_provider: TracerProvider | None = None
+        if self.options.tracer is not None:
+            tracer = self.options.tracer
+        else:
+            tracer, self._tracer_provider = make_tracer(
+                settings.tracing_endpoint, {}, self.options.instance
+            )
+        self.tracer = tracer
         self.cluster = ClusterCache()
         clock = self.options.clock
         self.queue = SchedulingQueue(
@@ -109,6 +121,7 @@ class Daemon:
             self.reporter,
             store,
             BindingSettings(bind_timeout_seconds=settings.bind_timeout_seconds),
+            tracer=tracer,
         )
         self.loop = SchedulingLoop(
             self.cluster,
@@ -119,6 +132,7 @@ class Daemon:
             self.metrics,
             settings.scheduler_name,
             settings.parallelism,
+            tracer=tracer,
         )
         self.watchers: list[KindWatcher] = []
         self._resume: dict[str, str] = {}
@@ -245,6 +259,8 @@ class Daemon:
             await self._runner.cleanup()
             self._runner = None
         await self.store.close()
+        if self._tracer_provider is not None:
+            self._tracer_provider.shutdown()
 
 
 async def open_daemon(

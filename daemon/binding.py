@@ -26,6 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode, Tracer
+
 from cache.cluster import ClusterCache
 from cache.errors import ApiError, Conflict, NotFound
 from cache.objects.storage import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
@@ -33,6 +36,7 @@ from daemon.ingest import Ingest
 from daemon.kube_client import KubeClient
 from daemon.queueing import SchedulingQueue
 from daemon.reporting import Reporter
+from daemon.tracing import api_write
 from scheduling.framework.runner import Decision, Scheduler
 from scheduling.plugins.volume_binding import assumed_volumes
 from scheduling.storage_placement import ReplicaPlan
@@ -145,6 +149,7 @@ class Binder:
         settings: BindingSettings,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
+        tracer: Tracer | None = None,
     ) -> None:
         self.client = client
         self.cluster = cluster
@@ -156,9 +161,20 @@ class Binder:
         self.settings = settings
         self.sleep = sleep
         self.clock = clock
+        self.tracer: Tracer = tracer or trace.NoOpTracer()
 
     async def bind(self, decision: Decision) -> bool:
         """Run the whole binding cycle; True when the pod ended up bound."""
+        with self.tracer.start_as_current_span("binding_cycle") as span:
+            span.set_attribute("volsched.pod", decision.pod.meta.key)
+            span.set_attribute("volsched.node", decision.node or "")
+            bound = await self._bind(decision)
+            span.set_attribute("volsched.result", "bound" if bound else "failed")
+            if not bound:
+                span.set_status(Status(StatusCode.ERROR))
+            return bound
+
+    async def _bind(self, decision: Decision) -> bool:
         intent = intent_for(decision)
         pod = decision.pod
         entry = await self.journal.journal_open(intent.pod, intent.node, intent.as_json())
@@ -206,7 +222,8 @@ class Binder:
                 "uid": prebind["claimUID"],
                 "resourceVersion": str(claim.meta.resource_version) if claim else "",
             }
-            updated = await self.client.replace("PersistentVolume", raw)
+            with api_write(self.tracer, "PUT", "PersistentVolume", prebind["pv"]):
+                updated = await self.client.replace("PersistentVolume", raw)
             updated.setdefault("kind", "PersistentVolume")
             self.ingest.upsert("PersistentVolume", updated)
             done["prebinds"].append(prebind["pv"])
@@ -219,7 +236,8 @@ class Binder:
             meta = raw.setdefault("metadata", {})
             meta["resourceVersion"] = str(provision["claimResourceVersion"])
             meta.setdefault("annotations", {})[ANN_SELECTED_NODE] = intent.node
-            updated = await self.client.replace("PersistentVolumeClaim", raw)
+            with api_write(self.tracer, "PUT", "PersistentVolumeClaim", provision["claim"]):
+                updated = await self.client.replace("PersistentVolumeClaim", raw)
             updated.setdefault("kind", "PersistentVolumeClaim")
             self.ingest.upsert("PersistentVolumeClaim", updated)
             done["provisions"].append(provision["claim"])
@@ -237,7 +255,8 @@ class Binder:
                     "primary": replica["primary"],
                 },
             }
-            created = await self.client.create("Replica", body)
+            with api_write(self.tracer, "POST", "Replica", replica["name"]):
+                created = await self.client.create("Replica", body)
             created.setdefault("kind", "Replica")
             self.ingest.upsert("Replica", created)
             done["replicas"].append(replica["name"])
@@ -284,7 +303,8 @@ class Binder:
     async def _bind_pod(self, intent: Intent) -> None:
         namespace, name = intent.pod.split("/", 1)
         try:
-            await self.client.bind_pod(namespace, name, intent.pod_uid, intent.node)
+            with api_write(self.tracer, "POST", "Binding", intent.pod):
+                await self.client.bind_pod(namespace, name, intent.pod_uid, intent.node)
         except Conflict:
             # Already assigned: fine if it is where we put it (a retry after a lost reply).
             current = await self.client.get("Pod", name, namespace)

@@ -50,6 +50,7 @@ class Settings:
     parallelism: int = 16
     percentage_of_nodes_to_score: int = 0
     replica_scheduling: ReplicaSchedulingSettings = field(default_factory=ReplicaSchedulingSettings)
+    tracing_endpoint: str | None = None
     source: str = "(defaults)"
 
 
@@ -64,6 +65,7 @@ _KEYS = {
     "parallelism",
     "percentageOfNodesToScore",
     "replicaScheduling",
+    "tracing",
 }
 
 
@@ -135,6 +137,13 @@ def settings_from_data(
     maximum = backoff.number("maxSeconds", 10.0, 0.001, 3600)
     if maximum < initial:
         raise backoff.fail("maxSeconds", "must not be smaller than initialSeconds")
+    tracing = read.section("tracing", {"otlpEndpoint"})
+    tracing_endpoint = (
+        tracing.string("otlpEndpoint", None)
+        or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or None
+    )
     replica_data = data.get("replicaScheduling") or {}
     if not isinstance(replica_data, Mapping):
         raise read.fail("replicaScheduling", "must be a mapping")
@@ -149,6 +158,7 @@ def settings_from_data(
         parallelism=read.integer("parallelism", 16, 1, 1024),
         percentage_of_nodes_to_score=read.integer("percentageOfNodesToScore", 0, 0, 100),
         replica_scheduling=settings_from_mapping(replica_data, source),
+        tracing_endpoint=tracing_endpoint,
         source=source,
     )
 

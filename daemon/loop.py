@@ -14,11 +14,15 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.trace import Tracer
+
 from cache.cluster import ClusterCache
 from daemon.binding import Binder
 from daemon.metrics import PROFILE, Metrics
 from daemon.queueing import QueuedPod, SchedulingQueue
 from daemon.reporting import Reporter
+from daemon.tracing import record_cycle
 from scheduling.framework.runner import Decision, Scheduler
 
 log = logging.getLogger("volsched.loop")
@@ -36,6 +40,7 @@ class SchedulingLoop:
         scheduler_name: str,
         parallelism: int,
         monotonic: Callable[[], float] = time.monotonic,
+        tracer: Tracer | None = None,
     ) -> None:
         self.cluster = cluster
         self.scheduler = scheduler
@@ -45,6 +50,7 @@ class SchedulingLoop:
         self.metrics = metrics
         self.scheduler_name = scheduler_name
         self.monotonic = monotonic
+        self.tracer: Tracer = tracer or trace.NoOpTracer()
         self._slots = asyncio.Semaphore(parallelism)
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
@@ -90,6 +96,7 @@ class SchedulingLoop:
             self._slots.release()
             self._failed(decision, started)
             return
+        record_cycle(self.tracer, decision, "scheduled")
         task = asyncio.create_task(self._bind(decision, started), name=f"bind {key}")
         self._bindings.add(task)
         task.add_done_callback(self._bindings.discard)
@@ -105,6 +112,7 @@ class SchedulingLoop:
             self.queue.requeue_unschedulable(pod, decision.failed_plugins)
         self.metrics.schedule_attempts.labels(result=result, profile=PROFILE).inc()
         self.metrics.attempt_duration.labels(result=result, profile=PROFILE).observe(elapsed)
+        record_cycle(self.tracer, decision, result)
         message = decision.message or decision.error or "unschedulable"
         self._spawn(self.reporter.failed(pod, message, reason))
 

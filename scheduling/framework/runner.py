@@ -9,6 +9,8 @@ reasons, and the weighted score of every feasible node.
 from __future__ import annotations
 
 import random
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cache.cluster import ClusterCache
@@ -47,6 +49,8 @@ class Decision:
     state: CycleState = field(default_factory=CycleState)
     unresolvable: bool = False
     failed_plugins: set[str] = field(default_factory=set)
+    # (extension point, start ns, end ns): what tracing shows; never read by a decision.
+    phases: list[tuple[str, int, int]] = field(default_factory=list)
 
 
 def num_feasible_nodes_to_find(percentage: int, all_nodes: int) -> int:
@@ -78,17 +82,26 @@ def fit_error_message(
 class Scheduler:
     """Runs cycles of one profile over one cluster cache."""
 
-    def __init__(self, cluster: ClusterCache, profile: Profile, rng: random.Random) -> None:
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        profile: Profile,
+        rng: random.Random,
+        clock_ns: Callable[[], int] = time.time_ns,
+    ) -> None:
         self.cluster = cluster
         self.profile = profile
         self.rng = rng
+        self.clock_ns = clock_ns
         self.next_start_node_index = 0
 
     def schedule(self, pod: Pod) -> Decision:
         """Decide one pod and, when a node is chosen, reserve it (assume)."""
         decision = self.find_node(pod)
         if decision.node is not None:
+            started = self.clock_ns()
             status = self.reserve(decision.state, pod, decision.node)
+            decision.phases.append(("Reserve", started, self.clock_ns()))
             if not status.is_success:
                 decision.error = status.message
                 decision.message = status.message
@@ -124,7 +137,10 @@ class Scheduler:
         all_nodes = self.cluster.node_list()
         total = len(all_nodes)
 
+        clock = self.clock_ns
+        started = clock()
         allowed, pre_filter_status = self._run_pre_filters(state, pod)
+        decision.phases.append(("PreFilter", started, clock()))
         if pre_filter_status is not None:
             if pre_filter_status.code is Code.ERROR:
                 decision.error = pre_filter_status.message
@@ -150,15 +166,19 @@ class Scheduler:
                         sorted(plugins)[0]
                     )
 
+        started = clock()
         feasible = self._find_feasible(state, pod, nodes, decision)
+        decision.phases.append(("Filter", started, clock()))
         if decision.error is not None:
             return decision
         if not feasible:
             decision.message = fit_error_message(total, "", decision.filtered)
             return decision
 
+        started = clock()
         self._score(state, pod, feasible, decision)
         decision.node = self._select_host(feasible, decision.scores)
+        decision.phases.append(("Score", started, clock()))
         return decision
 
     def _run_pre_filters(
