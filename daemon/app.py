@@ -32,6 +32,7 @@ from cache.cluster import ClusterCache
 from cache.store import OpenResult, Store, StoreStats
 from daemon.binding import Binder, BindingSettings
 from daemon.config import Settings
+from daemon.extender import Extender, ExtenderSettings, extender_routes
 from daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
 from daemon.ingest import Ingest
 from daemon.kube_client import KubeClient
@@ -134,6 +135,15 @@ class Daemon:
             settings.parallelism,
             tracer=tracer,
         )
+        self.extender = Extender(
+            self.scheduler,
+            self.binder.bind,
+            self.cluster.pods.get,
+            ExtenderSettings(
+                path_prefix=settings.extender_path_prefix,
+                locality_points=settings.extender_locality_points,
+            ),
+        )
         self.watchers: list[KindWatcher] = []
         self._resume: dict[str, str] = {}
         self.warm = False
@@ -234,7 +244,8 @@ class Daemon:
             self.watchers.append(watcher)
             self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {kind}"))
         if serve_http:
-            self._runner = await serve(health_app(self.health()), self.settings.http.address)
+            app = health_app(self.health(), extender_routes(self.extender))
+            self._runner = await serve(app, self.settings.http.address)
         if not self.warm:
             await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
         self.recovered = await recover(self.binder)

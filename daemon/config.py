@@ -51,6 +51,8 @@ class Settings:
     percentage_of_nodes_to_score: int = 0
     replica_scheduling: ReplicaSchedulingSettings = field(default_factory=ReplicaSchedulingSettings)
     tracing_endpoint: str | None = None
+    extender_path_prefix: str = "/scheduler"
+    extender_locality_points: bool = False
     source: str = "(defaults)"
 
 
@@ -66,6 +68,7 @@ _KEYS = {
     "percentageOfNodesToScore",
     "replicaScheduling",
     "tracing",
+    "extender",
 }
 
 
@@ -144,6 +147,13 @@ def settings_from_data(
         or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         or None
     )
+    extender = read.section("extender", {"pathPrefix", "localityPoints"})
+    prefix = extender.string("pathPrefix", "/scheduler") or "/scheduler"
+    if not prefix.startswith("/"):
+        raise extender.fail("pathPrefix", "must start with /")
+    locality_points = extender.data.get("localityPoints", False)
+    if not isinstance(locality_points, bool):
+        raise extender.fail("localityPoints", "must be true or false")
     replica_data = data.get("replicaScheduling") or {}
     if not isinstance(replica_data, Mapping):
         raise read.fail("replicaScheduling", "must be a mapping")
@@ -159,6 +169,8 @@ def settings_from_data(
         percentage_of_nodes_to_score=read.integer("percentageOfNodesToScore", 0, 0, 100),
         replica_scheduling=settings_from_mapping(replica_data, source),
         tracing_endpoint=tracing_endpoint,
+        extender_path_prefix=prefix,
+        extender_locality_points=locality_points,
         source=source,
     )
 

@@ -68,13 +68,19 @@ async def _metrics(request: web.Request) -> web.Response:
     return response
 
 
-def health_app(checks: HealthChecks) -> web.Application:
-    app = web.Application(client_max_size=1024 * 1024)
+def health_app(
+    checks: HealthChecks,
+    routes: list[web.RouteDef] | None = None,
+    client_max_size: int = 16 * 1024 * 1024,
+) -> web.Application:
+    app = web.Application(client_max_size=client_max_size)
     app[HEALTH] = checks
     app.router.add_get("/healthz", _live)
     app.router.add_get("/livez", _live)
     app.router.add_get("/readyz", _ready)
     app.router.add_get("/metrics", _metrics)
+    if routes:
+        app.router.add_routes(routes)
     return app
 
 

@@ -49,6 +49,7 @@ class Decision:
     state: CycleState = field(default_factory=CycleState)
     unresolvable: bool = False
     failed_plugins: set[str] = field(default_factory=set)
+    rejected_plugin: dict[str, str] = field(default_factory=dict)
     # (extension point, start ns, end ns): what tracing shows; never read by a decision.
     phases: list[tuple[str, int, int]] = field(default_factory=list)
 
@@ -131,10 +132,14 @@ class Scheduler:
             plugin.unreserve(decision.state, decision.pod, decision.node)
         self.cluster.forget_pod(decision.pod.meta.key)
 
-    def find_node(self, pod: Pod) -> Decision:
+    def find_node(self, pod: Pod, only: set[str] | None = None) -> Decision:
+        """Filter and score; ``only`` restricts the candidates to those nodes and
+        evaluates every one of them (the extender's question: "which of these?")."""
         decision = Decision(pod)
         state = decision.state
         all_nodes = self.cluster.node_list()
+        if only is not None:
+            all_nodes = [info for info in all_nodes if info.name in only]
         total = len(all_nodes)
 
         clock = self.clock_ns
@@ -165,9 +170,10 @@ class Scheduler:
                     decision.rejected_by[info.name] = self.profile.predicate_name(
                         sorted(plugins)[0]
                     )
+                    decision.rejected_plugin[info.name] = sorted(plugins)[0]
 
         started = clock()
-        feasible = self._find_feasible(state, pod, nodes, decision)
+        feasible = self._find_feasible(state, pod, nodes, decision, every=only is not None)
         decision.phases.append(("Filter", started, clock()))
         if decision.error is not None:
             return decision
@@ -216,15 +222,24 @@ class Scheduler:
         return (names, narrowing), None
 
     def _find_feasible(
-        self, state: CycleState, pod: Pod, nodes: list[NodeInfo], decision: Decision
+        self,
+        state: CycleState,
+        pod: Pod,
+        nodes: list[NodeInfo],
+        decision: Decision,
+        every: bool = False,
     ) -> list[NodeInfo]:
         count = len(nodes)
         if count == 0:
             return []
-        wanted = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
+        wanted = (
+            count
+            if every
+            else num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
+        )
         predicates = [p for p in self.profile.predicates if p.plugin.name not in state.skip_filter]
         feasible: list[NodeInfo] = []
-        start = self.next_start_node_index % count
+        start = 0 if every else self.next_start_node_index % count
         processed = 0
         filtered = decision.filtered
         rejected_by = decision.rejected_by
@@ -244,13 +259,15 @@ class Scheduler:
                     return []
                 filtered[info.name] = list(status.reasons)
                 rejected_by[info.name] = predicate.policy_name
+                decision.rejected_plugin[info.name] = predicate.plugin.name
                 decision.failed_plugins.add(predicate.plugin.name)
                 break
             else:
                 feasible.append(info)
                 if len(feasible) >= wanted:
                     break
-        self.next_start_node_index = (start + processed) % count
+        if not every:
+            self.next_start_node_index = (start + processed) % count
         return feasible
 
     def _score(

@@ -1,0 +1,267 @@
+"""The kube-scheduler extender protocol: volsched behind a stock kube-scheduler.
+
+``POST {prefix}/filter``, ``/prioritize``, ``/bind``, ``/preempt`` with kube-scheduler's
+wire format. Its extender structs carry no JSON tags, so keys are Go field names
+(``Pod``, ``Nodes``, ``NodeNames``, ``FailedNodes``, ``FailedAndUnresolvableNodes``,
+``Error``, ``Host``, ``Score``, ``PodName``, ``PodNamespace``, ``PodUID``, ``Node``,
+``NodeNameToVictims``, ``NodeNameToMetaVictims``, ``NumPDBViolations``, ``UID``); Go's
+decoder matches keys case-insensitively, so we accept any case and answer with the exact
+names.
+
+Every call answers well within kube-scheduler's default ``httpTimeout`` (5 s); a
+malformed or oversized body gets 400 with a one-line JSON ``Error``, never a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from cache.errors import ObjectError
+from cache.objects.core import Pod, parse_pod
+from scheduling.framework.cycle_state import CycleState
+from scheduling.framework.runner import Decision, Scheduler
+from scheduling.plugins.storage_locality import VolumeLocality, pod_storage
+
+log = logging.getLogger("volsched.extender")
+
+MAX_EXTENDER_PRIORITY = 10
+MAX_NODE_SCORE = 100
+# Rejections by these plugins are about where the data is: preemption cannot fix them.
+VOLUME_PLUGINS = frozenset(
+    {"VolumeBinding", "VolumeZone", "NodeVolumeLimits", "StorageNodeReady", "VolumeLocality"}
+)
+
+
+class BadRequest(Exception):
+    """The request body is not what kube-scheduler sends."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderSettings:
+    path_prefix: str = "/scheduler"
+    locality_points: bool = False  # answer Ondat's raw 15/10/5/1 points in prioritize
+    deadline_seconds: float = 4.0
+    max_body_bytes: int = 16 * 1024 * 1024
+
+
+def field(body: Mapping[str, Any], name: str) -> Any:
+    """A Go-decoded field: exact name first, then any spelling that differs in case."""
+    if name in body:
+        return body[name]
+    lowered = name.lower()
+    for key, value in body.items():
+        if isinstance(key, str) and key.lower() == lowered:
+            return value
+    return None
+
+
+class Extender:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        bind: Callable[[Decision], Awaitable[bool]],
+        pods: Callable[[str], Pod | None],
+        settings: ExtenderSettings,
+    ) -> None:
+        self.scheduler = scheduler
+        self.bind = bind
+        self.pods = pods
+        self.settings = settings
+
+    # -- decoding --------------------------------------------------------------------
+
+    def _pod(self, body: Mapping[str, Any]) -> Pod:
+        raw = field(body, "Pod")
+        if not isinstance(raw, Mapping):
+            raise BadRequest("Pod is required")
+        try:
+            return parse_pod(raw)
+        except ObjectError as exc:
+            raise BadRequest(str(exc)) from None
+
+    @staticmethod
+    def _nodes(body: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]] | None]:
+        names = field(body, "NodeNames")
+        if names is not None:
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise BadRequest("NodeNames must be a list of node names")
+            return list(names), None
+        nodes = field(body, "Nodes")
+        if not isinstance(nodes, Mapping):
+            raise BadRequest("Nodes or NodeNames is required")
+        items = field(nodes, "Items") or []
+        if not isinstance(items, list):
+            raise BadRequest("Nodes.items must be a list")
+        result = []
+        for item in items:
+            meta = item.get("metadata") if isinstance(item, Mapping) else None
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            if not isinstance(name, str) or not name:
+                raise BadRequest("every node in Nodes.items needs metadata.name")
+            result.append(name)
+        return result, items
+
+    # -- verbs -------------------------------------------------------------------------
+
+    def filter(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        pod = self._pod(body)
+        names, items = self._nodes(body)
+        known = set(self.scheduler.cluster.nodes)
+        decision = self.scheduler.find_node(pod, only=set(names) & known)
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        feasible = set(decision.scores)
+        pre_filter_rejection = not decision.evaluated and decision.message is not None
+        for name in names:
+            if name in feasible:
+                continue
+            if name not in known:
+                failed[name] = "node(s) not found in volsched's cache"
+                continue
+            if pre_filter_rejection:
+                reason = decision.error or decision.message or ""
+                (unresolvable if decision.unresolvable else failed)[name] = reason
+                continue
+            reasons = ", ".join(decision.filtered.get(name, []))
+            plugin = decision.rejected_plugin.get(name, "")
+            (unresolvable if plugin in VOLUME_PLUGINS else failed)[name] = reasons
+        result: dict[str, Any] = {
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": "",
+        }
+        if items is not None:
+            kept = [item for item in items if item["metadata"]["name"] in feasible]
+            result["Nodes"] = {"metadata": {}, "items": kept}
+            result["NodeNames"] = None
+        else:
+            result["Nodes"] = None
+            result["NodeNames"] = [name for name in names if name in feasible]
+        return result
+
+    def prioritize(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        pod = self._pod(body)
+        names, _ = self._nodes(body)
+        known = set(self.scheduler.cluster.nodes)
+        decision = self.scheduler.find_node(pod, only=set(names) & known)
+        if self.settings.locality_points:
+            return [{"Host": name, "Score": self._locality_points(pod, name)} for name in names]
+        total_weight = sum(p.weight for p in self.scheduler.profile.priorities) or 1
+        top = MAX_NODE_SCORE * total_weight
+        scores = []
+        for name in names:
+            total = decision.scores.get(name, 0)
+            scaled = min(MAX_EXTENDER_PRIORITY, max(0, round(total * MAX_EXTENDER_PRIORITY / top)))
+            scores.append({"Host": name, "Score": scaled})
+        return scores
+
+    def _locality_points(self, pod: Pod, node: str) -> int:
+        """Ondat's raw points (15/10/5/1, mean over volumes) for drop-in compatibility."""
+        info = self.scheduler.cluster.nodes.get(node)
+        if info is None or pod_storage(self.scheduler.cluster, pod) is None:
+            return 0
+        plugin = VolumeLocality(self.scheduler.cluster)
+        return plugin.score(CycleState(), pod, info) // 10
+
+    async def bind_pod(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        name = field(body, "PodName")
+        namespace = field(body, "PodNamespace")
+        uid = field(body, "PodUID")
+        node = field(body, "Node")
+        if not all(isinstance(v, str) and v for v in (name, namespace, node)):
+            raise BadRequest("PodName, PodNamespace and Node are required")
+        pod = self.pods(f"{namespace}/{name}")
+        if pod is None:
+            return {"Error": f"pod {namespace}/{name} is not in volsched's cache"}
+        if uid and pod.meta.uid and uid != pod.meta.uid:
+            return {"Error": f"pod {namespace}/{name} has uid {pod.meta.uid}, not {uid}"}
+        decision = self.scheduler.find_node(pod, only={node})
+        if node not in decision.scores:
+            reasons = "; ".join(decision.filtered.get(node, [])) or decision.message or "infeasible"
+            return {"Error": f"node {node} cannot take pod {namespace}/{name}: {reasons}"}
+        decision.node = node
+        status = self.scheduler.reserve(decision.state, pod, node)
+        if not status.is_success:
+            return {"Error": status.message}
+        self.scheduler.cluster.assume_pod(pod, node)
+        bound = await self.bind(decision)
+        return {"Error": "" if bound else f"binding {namespace}/{name} to {node} failed"}
+
+    def preempt(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        pod = self._pod(body)
+        meta = field(body, "NodeNameToMetaVictims")
+        victims = field(body, "NodeNameToVictims")
+        if meta is None and victims is None:
+            raise BadRequest("NodeNameToVictims or NodeNameToMetaVictims is required")
+        candidates: dict[str, Any] = {}
+        if isinstance(meta, Mapping):
+            candidates.update(meta)
+        elif isinstance(victims, Mapping):
+            for node, entry in victims.items():
+                pods = (field(entry, "Pods") or []) if isinstance(entry, Mapping) else []
+                candidates[node] = {
+                    "Pods": [
+                        {"UID": ((p.get("metadata") or {}).get("uid") or "")}
+                        for p in pods
+                        if isinstance(p, Mapping)
+                    ],
+                    "NumPDBViolations": field(entry, "NumPDBViolations") or 0,
+                }
+        else:
+            raise BadRequest("NodeNameToMetaVictims must be an object")
+        decision = self.scheduler.find_node(pod, only=set(candidates))
+        kept = {}
+        for node, entry in candidates.items():
+            plugin = decision.rejected_plugin.get(node)
+            if plugin in VOLUME_PLUGINS:
+                continue  # evicting pods cannot move this pod's data
+            kept[node] = entry
+        return {"NodeNameToMetaVictims": kept}
+
+
+def extender_routes(extender: Extender) -> list[web.RouteDef]:
+    settings = extender.settings
+    prefix = "/" + settings.path_prefix.strip("/")
+
+    def handler(
+        verb: Callable[[Mapping[str, Any]], Any],
+    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def handle(request: web.Request) -> web.Response:
+            try:
+                raw = await request.read()
+                if len(raw) > settings.max_body_bytes:
+                    raise BadRequest(f"request body larger than {settings.max_body_bytes} bytes")
+                try:
+                    body = json.loads(raw)
+                except (ValueError, UnicodeDecodeError) as exc:
+                    raise BadRequest(f"request body is not JSON: {exc}") from None
+                if not isinstance(body, dict):
+                    raise BadRequest("request body must be a JSON object")
+                result = verb(body)
+                if asyncio.iscoroutine(result):
+                    result = await asyncio.wait_for(result, settings.deadline_seconds)
+                return web.json_response(result)
+            except BadRequest as exc:
+                return web.json_response({"Error": str(exc).splitlines()[0]}, status=400)
+            except web.HTTPRequestEntityTooLarge:
+                return web.json_response({"Error": "request body too large"}, status=400)
+            except TimeoutError:
+                return web.json_response(
+                    {"Error": f"no answer within {settings.deadline_seconds:g}s"}, status=200
+                )
+
+        return handle
+
+    return [
+        web.post(f"{prefix}/filter", handler(extender.filter)),
+        web.post(f"{prefix}/prioritize", handler(extender.prioritize)),
+        web.post(f"{prefix}/bind", handler(extender.bind_pod)),
+        web.post(f"{prefix}/preempt", handler(extender.preempt)),
+    ]

@@ -1,0 +1,162 @@
+"""volsched as a kube-scheduler extender: request bodies shaped exactly as
+kube-scheduler sends them (Nodes and NodeNames forms, Go field names)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import aiohttp
+import pytest
+
+from daemon.app import Daemon
+from tests.integration.conftest import Cluster, eventually
+from tests.integration.objects import claim, local_pv, node, pod, storage_class
+
+Raw = dict[str, Any]
+
+
+def kube_pod(cluster: Cluster, name: str) -> Raw:
+    """The pod as kube-scheduler holds it (from the API server)."""
+    return cluster.pod(name)
+
+
+async def setup(cluster: Cluster) -> Daemon:
+    big = node("node-3", "zone-c", cpu="1")
+    cluster.server.load(
+        [
+            node("node-1", "zone-a"),
+            node("node-2", "zone-b"),
+            big,
+            storage_class("local"),
+            local_pv("pv-1", "node-1"),
+            claim("c1"),
+        ]
+    )
+    workload = pod("web", ("c1",), cpu="2")
+    workload["spec"]["schedulerName"] = "default-scheduler"  # kube-scheduler's pod
+    cluster.server.load([workload])
+    daemon = await cluster.start_daemon()
+    await eventually(lambda: "default/web" in daemon.cluster.pods, what="pod in cache")
+    return daemon
+
+
+async def post(daemon: Daemon, verb: str, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
+    url = f"http://127.0.0.1:{daemon.http_port}/scheduler/{verb}"
+    async with aiohttp.ClientSession() as session:
+        kwargs: dict[str, Any] = {"data": io.BytesIO(raw)} if raw is not None else {"json": body}
+        async with session.post(url, **kwargs) as response:
+            return response.status, await response.json()
+
+
+async def test_filter_with_node_names(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    status, result = await post(
+        daemon,
+        "filter",
+        {"Pod": kube_pod(cluster, "web"), "NodeNames": ["node-1", "node-2", "node-3", "ghost"]},
+    )
+    assert status == 200
+    assert result["NodeNames"] == ["node-1"]
+    assert result["Nodes"] is None
+    assert result["FailedAndUnresolvableNodes"] == {
+        "node-2": "node(s) didn't find available persistent volumes to bind"
+    }
+    assert result["FailedNodes"] == {
+        "node-3": "Insufficient cpu",
+        "ghost": "node(s) not found in volsched's cache",
+    }
+    assert result["Error"] == ""
+
+
+async def test_filter_with_a_node_list_and_lower_case_keys(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    nodes = [cluster.server.get("Node", n) for n in ("node-1", "node-2")]
+    status, result = await post(
+        daemon, "filter", {"pod": kube_pod(cluster, "web"), "nodes": {"items": nodes}}
+    )
+    assert status == 200
+    assert [n["metadata"]["name"] for n in result["Nodes"]["items"]] == ["node-1"]
+    assert result["NodeNames"] is None
+
+
+async def test_prioritize_scales_to_max_extender_priority(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    status, result = await post(
+        daemon, "prioritize", {"Pod": kube_pod(cluster, "web"), "NodeNames": ["node-1", "node-2"]}
+    )
+    assert status == 200
+    assert [entry["Host"] for entry in result] == ["node-1", "node-2"]
+    assert all(0 <= entry["Score"] <= 10 for entry in result)
+    assert result[1]["Score"] == 0  # infeasible for the volume
+    assert result[0]["Score"] > 0
+
+
+async def test_bind_runs_the_full_binding_cycle(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    web = kube_pod(cluster, "web")
+    status, result = await post(
+        daemon,
+        "bind",
+        {
+            "PodName": "web",
+            "PodNamespace": "default",
+            "PodUID": web["metadata"]["uid"],
+            "Node": "node-1",
+        },
+    )
+    assert status == 200 and result == {"Error": ""}
+    assert cluster.node_of("web") == "node-1"
+    volume = cluster.server.get("PersistentVolume", "pv-1")
+    assert volume is not None and volume["spec"]["claimRef"]["name"] == "c1"
+    status, result = await post(
+        daemon,
+        "bind",
+        {"PodName": "web", "PodNamespace": "default", "PodUID": "", "Node": "node-2"},
+    )
+    assert status == 200 and "node-2 cannot take pod default/web" in result["Error"]
+
+
+async def test_preempt_drops_nodes_ruled_out_by_volumes(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    body = {
+        "Pod": kube_pod(cluster, "web"),
+        "NodeNameToMetaVictims": {
+            "node-1": {"Pods": [{"UID": "a"}], "NumPDBViolations": 0},
+            "node-2": {"Pods": [{"UID": "b"}], "NumPDBViolations": 1},
+            "node-3": {"Pods": [{"UID": "c"}], "NumPDBViolations": 0},
+        },
+    }
+    status, result = await post(daemon, "preempt", body)
+    assert status == 200
+    assert result == {
+        "NodeNameToMetaVictims": {
+            "node-1": {"Pods": [{"UID": "a"}], "NumPDBViolations": 0},
+            "node-3": {"Pods": [{"UID": "c"}], "NumPDBViolations": 0},
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "raw", "error"),
+    [
+        (None, b"{not json", "request body is not JSON"),
+        ([], None, "request body must be a JSON object"),
+        ({"NodeNames": ["node-1"]}, None, "Pod is required"),
+        (
+            {"Pod": {"metadata": {"name": "x"}, "spec": {"containers": "no"}}, "NodeNames": []},
+            None,
+            "field spec.containers",
+        ),
+        ({"Pod": {"metadata": {"name": "x"}}}, None, "Nodes or NodeNames is required"),
+        (None, b"{" + b" " * (17 * 1024 * 1024) + b"}", "too large"),
+    ],
+)
+async def test_bad_requests_get_400_with_one_line(
+    cluster: Cluster, body: Any, raw: bytes | None, error: str
+) -> None:
+    daemon = await setup(cluster)
+    status, result = await post(daemon, "filter", body, raw)
+    assert status == 400
+    assert error in result["Error"]
+    assert "\n" not in result["Error"]
