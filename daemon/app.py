@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
 from cache.cluster import ClusterCache
+from cache.errors import ApiError
 from cache.store import OpenResult, Store, StoreStats
 from daemon.binding import Binder, BindingSettings
 from daemon.config import Settings
@@ -36,12 +37,14 @@ from daemon.extender import Extender, ExtenderSettings, extender_routes
 from daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
 from daemon.ingest import Ingest
 from daemon.kube_client import KubeClient
+from daemon.leader import LeaderElector
 from daemon.loop import SchedulingLoop
 from daemon.metrics import Metrics
 from daemon.policy_file import load_policy_file
 from daemon.queueing import SchedulingQueue
 from daemon.recovery import RecoveryReport, recover
 from daemon.reporting import Reporter
+from daemon.sd_notify import Notifier
 from daemon.tracing import make_tracer
 from daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
 from scheduling.framework.runner import Scheduler
@@ -143,7 +146,10 @@ class Daemon:
                 path_prefix=settings.extender_path_prefix,
                 locality_points=settings.extender_locality_points,
             ),
+            leading=lambda: self.loop.gate.is_set(),
         )
+        self.elector = LeaderElector(client, settings.leader_election)
+        self.metrics.on_scrape(lambda: self.metrics.leader.set(1 if self.elector.is_leader else 0))
         self.watchers: list[KindWatcher] = []
         self._resume: dict[str, str] = {}
         self.warm = False
@@ -151,6 +157,8 @@ class Daemon:
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self.ready = asyncio.Event()
+        self._leading = asyncio.Event()
+        self._elector_task: asyncio.Task[None] | None = None
         self.metrics.on_scrape(self._collect)
 
     def _build_scheduler(self) -> Scheduler:
@@ -248,9 +256,32 @@ class Daemon:
             self._runner = await serve(app, self.settings.http.address)
         if not self.warm:
             await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
-        self.recovered = await recover(self.binder)
+        # Standbys keep their caches warm; only the leader schedules and repairs.
+        self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
+        self._elector_task = asyncio.create_task(
+            self.elector.run(self._started_leading, self._stopped_leading), name="leader election"
+        )
         self.ready.set()
+        if not self.settings.leader_election.enabled:
+            await self.leading.wait()
+
+    @property
+    def leading(self) -> asyncio.Event:
+        return self._leading
+
+    async def _started_leading(self) -> None:
+        log.info("leading as %s", self.settings.leader_election.identity)
+        self.recovered = await recover(self.binder)
+        self.loop.gate.set()
+        self._leading.set()
+
+    async def _stopped_leading(self) -> None:
+        if self.loop.gate.is_set():
+            log.warning("lost leadership: scheduling stops")
+        self.loop.gate.clear()
+        self._leading.clear()
+        await self.loop.abandon_bindings()
 
     @property
     def http_port(self) -> int:
@@ -262,6 +293,14 @@ class Daemon:
         unfinished = await self.loop.drain(self.options.grace_seconds)
         if unfinished:
             log.warning("%d binding cycle(s) cut short by shutdown", unfinished)
+        if self._elector_task is not None:
+            self._elector_task.cancel()
+            await asyncio.gather(self._elector_task, return_exceptions=True)
+            self._elector_task = None
+            try:
+                await self.elector.release()
+            except ApiError as exc:
+                log.warning("could not release the leader lease: %s", exc)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -292,15 +331,38 @@ async def open_daemon(
     return Daemon(settings, client, store, opened, options, metrics)
 
 
-async def run_until_signalled(daemon: Daemon, stop: asyncio.Event) -> None:
+async def _watchdog(daemon: Daemon, notifier: Notifier, period: float) -> None:
+    """Ping systemd's watchdog only while every liveness check passes, so a stuck loop
+    gets the service restarted."""
+    checks = daemon.health().live
+    while True:
+        if all(check.probe() is None for check in checks):
+            notifier.watchdog()
+        await asyncio.sleep(period)
+
+
+async def run_until_signalled(
+    daemon: Daemon, stop: asyncio.Event, notifier: Notifier | None = None
+) -> None:
     await daemon.start()
     log.info(
         "volsched ready: scheduler %r, http on %s",
         daemon.settings.scheduler_name,
         daemon.settings.http.address,
     )
+    watchdog: asyncio.Task[None] | None = None
+    if notifier is not None:
+        notifier.ready("caches warm; scheduling as leader or waiting as standby")
+        period = notifier.watchdog_ping_seconds()
+        if period is not None:
+            watchdog = asyncio.create_task(_watchdog(daemon, notifier, period), name="watchdog")
     await stop.wait()
     log.info("shutting down")
+    if notifier is not None:
+        notifier.stopping("finishing binding cycles")
+    if watchdog is not None:
+        watchdog.cancel()
+        await asyncio.gather(watchdog, return_exceptions=True)
     await daemon.stop()
 
 

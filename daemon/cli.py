@@ -145,6 +145,7 @@ def _configure_logging(verbose: bool) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from daemon.app import open_daemon, run_until_signalled
     from daemon.kube_client import KubeClient
+    from daemon.sd_notify import Notifier
 
     settings = load_settings(args.config)
     _configure_logging(args.verbose)
@@ -158,7 +159,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(signum, stop.set)
-            await run_until_signalled(daemon, stop)
+            await run_until_signalled(daemon, stop, Notifier(os.environ))
         finally:
             await client.close()
 

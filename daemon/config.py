@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from cache.errors import ConfigError
+from daemon.leader import LeaderElectionSettings
 from scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
 
 DEFAULT_DATABASE_PATH = "./volsched.db"
@@ -51,6 +52,7 @@ class Settings:
     percentage_of_nodes_to_score: int = 0
     replica_scheduling: ReplicaSchedulingSettings = field(default_factory=ReplicaSchedulingSettings)
     tracing_endpoint: str | None = None
+    leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     extender_path_prefix: str = "/scheduler"
     extender_locality_points: bool = False
     source: str = "(defaults)"
@@ -69,6 +71,7 @@ _KEYS = {
     "replicaScheduling",
     "tracing",
     "extender",
+    "leaderElection",
 }
 
 
@@ -154,6 +157,32 @@ def settings_from_data(
     locality_points = extender.data.get("localityPoints", False)
     if not isinstance(locality_points, bool):
         raise extender.fail("localityPoints", "must be true or false")
+    election = read.section(
+        "leaderElection",
+        {
+            "enabled",
+            "leaseName",
+            "leaseNamespace",
+            "leaseDurationSeconds",
+            "renewDeadlineSeconds",
+            "retryPeriodSeconds",
+            "identity",
+        },
+    )
+    enabled = election.data.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise election.fail("enabled", "must be true or false")
+    leader_election = LeaderElectionSettings(
+        enabled=enabled,
+        lease_name=election.string("leaseName", "volsched") or "volsched",
+        lease_namespace=election.string("leaseNamespace", "kube-system") or "kube-system",
+        lease_duration_seconds=election.number("leaseDurationSeconds", 15, 1, 3600),
+        renew_deadline_seconds=election.number("renewDeadlineSeconds", 10, 0.5, 3600),
+        retry_period_seconds=election.number("retryPeriodSeconds", 2, 0.1, 3600),
+    )
+    identity = election.string("identity", None)
+    if identity:
+        leader_election = replace(leader_election, identity=identity)
     replica_data = data.get("replicaScheduling") or {}
     if not isinstance(replica_data, Mapping):
         raise read.fail("replicaScheduling", "must be a mapping")
@@ -169,6 +198,7 @@ def settings_from_data(
         percentage_of_nodes_to_score=read.integer("percentageOfNodesToScore", 0, 0, 100),
         replica_scheduling=settings_from_mapping(replica_data, source),
         tracing_endpoint=tracing_endpoint,
+        leader_election=leader_election,
         extender_path_prefix=prefix,
         extender_locality_points=locality_points,
         source=source,

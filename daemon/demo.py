@@ -19,6 +19,7 @@ from daemon.app import Daemon, DaemonOptions, open_daemon
 from daemon.config import DatabaseSettings, HttpSettings, Settings
 from daemon.demo_cluster import arrivals, cluster_objects
 from daemon.kube_client import KubeClient
+from daemon.leader import LeaderElectionSettings
 from daemon.watching import WatchSettings
 from emulator import ApiServer, ControllerSettings, write_kubeconfig
 
@@ -98,6 +99,8 @@ async def run_demo(out: TextIO = sys.stdout, time_limit: float = TIME_LIMIT_SECO
             database=DatabaseSettings(str(Path(workdir) / "volsched.db")),
             http=HttpSettings("127.0.0.1:0"),
             bind_timeout_seconds=60,
+            # One replica: no need to wait for a lease.
+            leader_election=LeaderElectionSettings(enabled=False),
         )
         client = await KubeClient.connect(str(kubeconfig))
         daemon: Daemon | None = None

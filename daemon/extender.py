@@ -69,11 +69,13 @@ class Extender:
         bind: Callable[[Decision], Awaitable[bool]],
         pods: Callable[[str], Pod | None],
         settings: ExtenderSettings,
+        leading: Callable[[], bool] = lambda: True,
     ) -> None:
         self.scheduler = scheduler
         self.bind = bind
         self.pods = pods
         self.settings = settings
+        self.leading = leading
 
     # -- decoding --------------------------------------------------------------------
 
@@ -177,6 +179,10 @@ class Extender:
         node = field(body, "Node")
         if not all(isinstance(v, str) and v for v in (name, namespace, node)):
             raise BadRequest("PodName, PodNamespace and Node are required")
+        if not self.leading():
+            # Filter and prioritize answer from any replica's warm cache; only the leader
+            # writes bindings, so two replicas never bind the same volumes.
+            return {"Error": "this volsched replica is a standby; retry against the leader"}
         pod = self.pods(f"{namespace}/{name}")
         if pod is None:
             return {"Error": f"pod {namespace}/{name} is not in volsched's cache"}

@@ -9,6 +9,7 @@ watch events are applied between cycles. Binding cycles run concurrently, bounde
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -67,7 +68,11 @@ class SchedulingLoop:
         """Forever: wait to be allowed (leader), take a pod, decide it."""
         while not self.stopping:
             self.heartbeat = self.monotonic()
-            await self.gate.wait()
+            if not self.gate.is_set():
+                # A standby waits for leadership, and stays visibly alive meanwhile.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.gate.wait(), timeout=1.0)
+                continue
             try:
                 entry = await asyncio.wait_for(self.queue.pop(), timeout=1.0)
             except TimeoutError:
@@ -120,13 +125,19 @@ class SchedulingLoop:
         binding_started = self.monotonic()
         try:
             bound = await self.binder.bind(decision)
+        except asyncio.CancelledError:
+            # Leadership lost or shutdown: undo the assumption; the journal keeps the intent
+            # for whoever schedules next.
+            self.scheduler.unreserve(decision)
+            self.queue.requeue_error(decision.pod)
+            self._slots.release()
+            raise
         except Exception:
             log.exception("binding %s crashed", decision.pod.meta.key)
             self.scheduler.unreserve(decision)
             self.queue.requeue_error(decision.pod)
             bound = False
-        finally:
-            self._slots.release()
+        self._slots.release()
         now = self.monotonic()
         result = "scheduled" if bound else "error"
         self.metrics.schedule_attempts.labels(result=result, profile=PROFILE).inc()
@@ -137,6 +148,14 @@ class SchedulingLoop:
         task = asyncio.create_task(work)
         self._side_tasks.add(task)
         task.add_done_callback(self._side_tasks.discard)
+
+    async def abandon_bindings(self) -> None:
+        """Cancel in-flight binding cycles (leadership lost): each unreserves and
+        requeues its pod."""
+        tasks = list(self._bindings)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def drain(self, grace_seconds: float) -> int:
         """Stop taking pods and let in-flight bindings finish; returns how many did not."""

@@ -104,6 +104,12 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=registry,
         )
+        self.leader = Gauge(
+            "leader_election_master_status",
+            "1 while this replica holds the leader lease, 0 as a standby.",
+            ["name"],
+            registry=registry,
+        ).labels(name="volsched")
         self._collectors: list[Callable[[], None]] = []
         self._incoming_seen: dict[tuple[str, str], int] = {}
 

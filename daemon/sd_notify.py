@@ -30,7 +30,7 @@ import os
 import socket
 from collections.abc import Mapping
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("volsched.sd_notify")
 
 
 def notify_address(environ: Mapping[str, str]) -> str | None:

@@ -4,6 +4,7 @@ real daemon (in-process or as a subprocess) and a real SQLite file."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -16,11 +17,16 @@ import yaml
 from daemon.app import Daemon, DaemonOptions, open_daemon
 from daemon.config import DatabaseSettings, HttpSettings, Settings
 from daemon.kube_client import KubeClient
+from daemon.leader import LeaderElectionSettings, default_identity
 from daemon.watching import WatchSettings
 from emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 Raw = dict[str, Any]
+# Leader election as deployed, with timings short enough for tests.
+SHORT_LEASE = LeaderElectionSettings(
+    lease_duration_seconds=1.5, renew_deadline_seconds=1.0, retry_period_seconds=0.2
+)
 FAST = ControllerSettings(
     pv_bind_delay_seconds=0.05, provision_delay_seconds=0.05, replica_sync_delay_seconds=0.05
 )
@@ -71,10 +77,14 @@ class Cluster:
             database=DatabaseSettings(str(self.db_path)),
             http=HttpSettings("127.0.0.1:0"),
             bind_timeout_seconds=20,
+            # Each daemon is its own candidate, as separate replicas are.
+            leader_election=replace(SHORT_LEASE, identity=default_identity()),
         )
         return replace(base, **changes)
 
-    async def start_daemon(self, settings: Settings | None = None, **watch: Any) -> Daemon:
+    async def start_daemon(
+        self, settings: Settings | None = None, lead: bool = True, **watch: Any
+    ) -> Daemon:
         client = await KubeClient.connect(str(self.kubeconfig))
         options = DaemonOptions(
             watch=WatchSettings(
@@ -88,6 +98,8 @@ class Cluster:
         daemon = await open_daemon(settings or self.settings(), client, options)
         self._daemons.append((daemon, client))
         await daemon.start()
+        if lead:
+            await asyncio.wait_for(daemon.leading.wait(), timeout=10)
         return daemon
 
     async def stop_daemon(self, daemon: Daemon) -> None:
@@ -120,7 +132,9 @@ class Cluster:
             if (e.get("involvedObject") or {}).get("name") == name
         ]
 
-    async def subprocess_daemon(self, *extra: str) -> asyncio.subprocess.Process:
+    async def subprocess_daemon(
+        self, *extra: str, env: dict[str, str] | None = None
+    ) -> asyncio.subprocess.Process:
         config = self.workdir / "config.yaml"
         config.write_text(
             yaml.safe_dump(
@@ -128,6 +142,11 @@ class Cluster:
                     "database": {"path": str(self.db_path)},
                     "http": {"address": "127.0.0.1:0"},
                     "bindTimeoutSeconds": 30,
+                    "leaderElection": {
+                        "leaseDurationSeconds": SHORT_LEASE.lease_duration_seconds,
+                        "renewDeadlineSeconds": SHORT_LEASE.renew_deadline_seconds,
+                        "retryPeriodSeconds": SHORT_LEASE.retry_period_seconds,
+                    },
                 }
             )
         )
@@ -142,6 +161,7 @@ class Cluster:
             str(config),
             *extra,
             cwd=str(ROOT),
+            env={**os.environ, **(env or {})},
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )

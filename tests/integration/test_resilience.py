@@ -73,13 +73,14 @@ async def server_delete(cluster: Cluster, name: str) -> None:
 
 @pytest.mark.parametrize(
     "controllers",
-    [ControllerSettings(pv_bind_delay_seconds=1.5, provision_delay_seconds=0.05)],
+    [ControllerSettings(pv_bind_delay_seconds=4.0, provision_delay_seconds=0.05)],
 )
 async def test_killed_between_prebind_and_binding_rolls_back_then_places(
     cluster: Cluster, controllers: ControllerSettings
 ) -> None:
-    """SIGKILL while the binding cycle waits for the PV controller; restart at once,
-    before the controller acts: the prebind is undone, then the pod is placed."""
+    """SIGKILL while the binding cycle waits for the PV controller; restart before the
+    controller acts (the new daemon waits out the dead one's 1.5 s lease first): the
+    prebind is undone, then the pod is placed."""
     server = cluster.server
     server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
     process = await cluster.subprocess_daemon()
