@@ -277,7 +277,7 @@ class Daemon:
         self._leading.set()
 
     async def _stopped_leading(self) -> None:
-        if self.loop.gate.is_set():
+        if self.loop.gate.is_set() and not self.loop.stopping:
             log.warning("lost leadership: scheduling stops")
         self.loop.gate.clear()
         self._leading.clear()

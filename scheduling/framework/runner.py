@@ -18,7 +18,7 @@ from cache.node_info import NodeInfo
 from cache.objects.core import Pod
 from scheduling.framework.cycle_state import CycleState
 from scheduling.framework.interfaces import NormalizeScorePlugin, PreScorePlugin, ReservePlugin
-from scheduling.framework.profile import Profile
+from scheduling.framework.profile import Predicate, Profile
 from scheduling.framework.status import Code, Status
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -237,19 +237,22 @@ class Scheduler:
             if every
             else num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
         )
-        predicates = [p for p in self.profile.predicates if p.plugin.name not in state.skip_filter]
+        # Bound methods looked up once: this loop runs for every candidate node.
+        checks = [
+            (p.plugin.filter, p)
+            for p in self.profile.predicates
+            if p.plugin.name not in state.skip_filter
+        ]
         feasible: list[NodeInfo] = []
         start = 0 if every else self.next_start_node_index % count
+        ordered = nodes[start:] + nodes[:start] if start else nodes
         processed = 0
-        filtered = decision.filtered
-        rejected_by = decision.rejected_by
         evaluated = decision.evaluated
-        for offset in range(count):
-            info = nodes[(start + offset) % count]
+        for info in ordered:
             processed += 1
             evaluated.append(info.name)
-            for predicate in predicates:
-                status = predicate.plugin.filter(state, pod, info)
+            for check, predicate in checks:
+                status = check(state, pod, info)
                 if status is None:
                     continue
                 if status.code is Code.ERROR:
@@ -257,10 +260,7 @@ class Scheduler:
                     decision.error = text
                     decision.message = text
                     return []
-                filtered[info.name] = list(status.reasons)
-                rejected_by[info.name] = predicate.policy_name
-                decision.rejected_plugin[info.name] = predicate.plugin.name
-                decision.failed_plugins.add(predicate.plugin.name)
+                self._reject(decision, info.name, predicate, status)
                 break
             else:
                 feasible.append(info)
@@ -269,6 +269,13 @@ class Scheduler:
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
+
+    @staticmethod
+    def _reject(decision: Decision, node: str, predicate: Predicate, status: Status) -> None:
+        decision.filtered[node] = list(status.reasons)
+        decision.rejected_by[node] = predicate.policy_name
+        decision.rejected_plugin[node] = predicate.plugin.name
+        decision.failed_plugins.add(predicate.plugin.name)
 
     def _score(
         self, state: CycleState, pod: Pod, feasible: list[NodeInfo], decision: Decision

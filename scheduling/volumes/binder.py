@@ -75,20 +75,20 @@ def find_pod_volumes(
     enough_space = True
     volumes = PodVolumes()
     details: list[str] = []
-    labels = node.node.meta.labels
     for claim in cycle.claims.bound:
         pv = cluster.pvs.get(claim.volume_name)
         if pv is None:
             bound_found = False
             break
-        if pv.node_affinity is not None and not pv.node_affinity.matches(labels, node.name):
+        affinity = pv.node_affinity
+        if affinity is not None and not affinity.matches(node.node.meta.labels, node.name):
             bound_ok = False
             break
     if bound_ok and bound_found and cycle.claims.unbound_delayed:
         to_provision: list[PersistentVolumeClaim] = []
         matchers: list[ClaimMatcher] = []
         for matcher in cycle.matchers:
-            selected = matcher.claim.selected_node
+            selected = matcher.selected_node
             if selected is not None:
                 if selected != node.name:
                     return FindResult(None, [REASON_BIND_CONFLICT])

@@ -57,6 +57,7 @@ class ClaimMatcher:
     request: int
     prebound: list[PersistentVolume]
     anywhere: list[PersistentVolume]
+    selected_node: str | None = None
 
     @classmethod
     def build(cls, cluster: ClusterCache, claim: PersistentVolumeClaim) -> ClaimMatcher:
@@ -73,20 +74,19 @@ class ClaimMatcher:
             if pv is not None and _fits_unclaimed(pv, claim, request):
                 anywhere.append(pv)
         anywhere.sort(key=lambda pv: (pv.capacity, pv.meta.name))
-        return cls(claim, request, prebound, anywhere)
+        return cls(claim, request, prebound, anywhere, claim.selected_node)
 
     def find(
         self, cluster: ClusterCache, node: NodeInfo, chosen: set[str]
     ) -> PersistentVolume | None:
         claim = self.claim
         request = self.request
-        labels = node.node.meta.labels
         node_name = node.name
         for pv in self.prebound:
             if pv.meta.name in chosen or not _fits_basics(pv, claim, request):
                 continue
             affinity = pv.node_affinity
-            if affinity is None or affinity.matches(labels, node_name):
+            if affinity is None or affinity.matches(node.node.meta.labels, node_name):
                 return pv
             return None
         # The index only lists PVs of the claim's class whose node affinity admits this
