@@ -99,7 +99,7 @@ class Api:
         return WatchReader(response)
 
 
-async def eventually(check: Callable[[], Any], timeout: float = 3.0) -> Any:
+async def eventually(check: Callable[[], Any], timeout: float = 3.0, what: str = "") -> Any:
     """Poll ``check`` until it returns something truthy (and return that)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -110,7 +110,9 @@ async def eventually(check: Callable[[], Any], timeout: float = 3.0) -> Any:
         if result:
             return result
         if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last: {result!r})")
+            raise AssertionError(
+                f"{what or 'condition'} not met within {timeout}s (last: {result!r})"
+            )
         await asyncio.sleep(0.02)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from daemon.kube_client import KubeClient
 from daemon.leader import LeaderElectionSettings, default_identity
 from daemon.watching import WatchSettings
 from emulator import ApiServer, ControllerSettings, write_kubeconfig
+from tests.emulator.support import eventually as _eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 Raw = dict[str, Any]
@@ -49,17 +50,8 @@ def crds() -> list[Raw]:
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = check()
-        if isinstance(result, Awaitable):
-            result = await result
-        if result:
-            return result
-        if loop.time() > deadline:
-            raise AssertionError(f"{what or 'condition'} not met within {timeout}s")
-        await asyncio.sleep(0.05)
+    """The emulator tests' poller, with a longer default: a daemon is in the loop."""
+    return await _eventually(check, timeout, what)
 
 
 class Cluster:

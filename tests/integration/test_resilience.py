@@ -63,32 +63,16 @@ async def test_watch_cut_expiry_and_stall_all_converge(cluster: Cluster) -> None
     assert "no event or bookmark" in pv_watcher.state.last_error
 
 
-async def server_delete(cluster: Cluster, name: str) -> None:
-    async with (
-        aiohttp.ClientSession() as session,
-        session.delete(f"{cluster.server.url}/api/v1/persistentvolumes/{name}") as response,
-    ):
-        assert response.status in (200, 202)
-
-
-@pytest.mark.parametrize(
-    "controllers",
-    [ControllerSettings(pv_bind_delay_seconds=4.0, provision_delay_seconds=0.05)],
-)
-async def test_killed_between_prebind_and_binding_rolls_back_then_places(
-    cluster: Cluster, controllers: ControllerSettings
-) -> None:
-    """SIGKILL while the binding cycle waits for the PV controller; restart before the
-    controller acts (the new daemon waits out the dead one's 1.5 s lease first): the
-    prebind is undone, then the pod is placed."""
+async def kill_after_prebind(cluster: Cluster, workload: dict[str, object], pv: str) -> None:
+    """Run the daemon as a process, create the pod, and SIGKILL the daemon as soon as the
+    API server has accepted its PV prebind (it is then waiting for the PV controller)."""
     server = cluster.server
-    server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
     process = await cluster.subprocess_daemon()
     try:
-        server.load([pod("p", ("c1",))])
+        server.load([workload])
         await eventually(
             lambda: any(
-                r.status == 200 for r in server.faults.requests("PUT", r"/persistentvolumes/pv-1$")
+                r.status == 200 for r in server.faults.requests("PUT", rf"/persistentvolumes/{pv}$")
             ),
             timeout=20,
             what="the daemon prebinding the PV",
@@ -99,6 +83,29 @@ async def test_killed_between_prebind_and_binding_rolls_back_then_places(
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def server_delete(cluster: Cluster, name: str) -> None:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.delete(f"{cluster.server.url}/api/v1/persistentvolumes/{name}") as response,
+    ):
+        assert response.status in (200, 202)
+
+
+@pytest.mark.parametrize(
+    "controllers",
+    [ControllerSettings(pv_bind_delay_seconds=6.0, provision_delay_seconds=0.05)],
+)
+async def test_killed_between_prebind_and_binding_rolls_back_then_places(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    """SIGKILL while the binding cycle waits for the PV controller; restart before the
+    controller acts (the new daemon waits out the dead one's 1.5 s lease first): the
+    prebind is undone, then the pod is placed."""
+    server = cluster.server
+    server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
+    await kill_after_prebind(cluster, pod("p", ("c1",)), "pv-1")
     prebound = server.get("PersistentVolume", "pv-1")
     assert prebound is not None and prebound["spec"]["claimRef"]["name"] == "c1"
     assert cluster.node_of("p") is None
@@ -106,7 +113,7 @@ async def test_killed_between_prebind_and_binding_rolls_back_then_places(
     daemon = await cluster.start_daemon()
     assert daemon.recovered is not None
     assert (daemon.recovered.released, daemon.recovered.kept) == (1, 0)
-    await eventually(lambda: cluster.node_of("p") == "node-1", timeout=15, what="pod placed")
+    await eventually(lambda: cluster.node_of("p") == "node-1", timeout=20, what="pod placed")
     volume = server.get("PersistentVolume", "pv-1")
     assert volume is not None and volume["status"]["phase"] == "Bound"
     assert daemon.journal_depth() == 0
@@ -123,22 +130,7 @@ async def test_killed_daemon_rolls_forward_when_the_claim_got_bound(
     claim keeps its PV and the pod follows it, without writing the PV again."""
     server = cluster.server
     server.load([*BASE, local_pv("pv-1", "node-2"), claim("c1")])
-    process = await cluster.subprocess_daemon()
-    try:
-        server.load([pod("p", ("c1",))])
-        await eventually(
-            lambda: any(
-                r.status == 200 for r in server.faults.requests("PUT", r"/persistentvolumes/pv-1$")
-            ),
-            timeout=20,
-            what="the daemon prebinding the PV",
-        )
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    await kill_after_prebind(cluster, pod("p", ("c1",)), "pv-1")
     await eventually(
         lambda: (
             (server.get("PersistentVolumeClaim", "c1", "default") or {})

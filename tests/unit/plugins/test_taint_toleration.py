@@ -23,8 +23,6 @@ def toleration(key: str, value: str, effect: str, operator: str = "Equal") -> Ra
     return {"key": key, "operator": operator, "value": value, "effect": effect}
 
 
-
-
 @pytest.mark.parametrize(
     ("tolerations", "taints", "reason"),
     [
