@@ -55,6 +55,8 @@ class ClusterCache:
         self.pods: dict[str, Pod] = {}
         self.pending: dict[str, Pod] = {}
         self.assumed_pods: dict[str, str] = {}
+        # Bound pods the informer has not confirmed yet, and when to stop waiting.
+        self.assumed_expiry: dict[str, float] = {}
         self.pv_index = PersistentVolumeIndex()
         self._claim_pvs: dict[str, set[str]] = defaultdict(set)
         self.pvs: AssumeCache[PersistentVolume] = AssumeCache("PersistentVolume", self._pv_changed)
@@ -215,6 +217,7 @@ class ClusterCache:
         if pod.node_name and key in self.assumed_pods:
             # The binding is confirmed: the informer copy takes over from the assumption.
             del self.assumed_pods[key]
+            self.assumed_expiry.pop(key, None)
         self.pods[key] = pod
         node = self._placed_on(pod)
         if node and node in self.nodes:
@@ -228,6 +231,7 @@ class ClusterCache:
         old = self.pods.pop(key, None)
         self.pending.pop(key, None)
         self.assumed_pods.pop(key, None)
+        self.assumed_expiry.pop(key, None)
         if old is None:
             return
         for info in self.nodes.values() if not old.node_name else [self.nodes.get(old.node_name)]:
@@ -319,9 +323,24 @@ class ClusterCache:
             info.add_pod(pod)
         self.generation += 1
 
+    def finish_binding(self, key: str, expires_at: float) -> None:
+        """The pod's binding was written; keep the assumption until the informer shows
+        the pod bound, or until ``expires_at`` (kube-scheduler's assumed-pod TTL)."""
+        if key in self.assumed_pods:
+            self.assumed_expiry[key] = expires_at
+
+    def expire_assumed(self, now: float) -> list[str]:
+        """Forget assumed pods whose binding was never confirmed in time."""
+        expired = [key for key, deadline in self.assumed_expiry.items() if deadline <= now]
+        for key in expired:
+            del self.assumed_expiry[key]
+            self.forget_pod(key)
+        return expired
+
     def forget_pod(self, key: str) -> None:
         """Undo ``assume_pod`` (the binding failed): the pod is pending again."""
         node_name = self.assumed_pods.pop(key, None)
+        self.assumed_expiry.pop(key, None)
         if node_name is None:
             return
         info = self.nodes.get(node_name)

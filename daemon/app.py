@@ -20,7 +20,7 @@ import logging
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,8 +28,10 @@ from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
+from cache.assumed import AssumeError
 from cache.cluster import ClusterCache
-from cache.errors import ApiError
+from cache.errors import ApiError, ObjectError
+from cache.objects.registry import KINDS
 from cache.store import OpenResult, Store, StoreStats
 from daemon.binding import Binder, BindingSettings
 from daemon.config import Settings
@@ -152,6 +154,7 @@ class Daemon:
         self.metrics.on_scrape(lambda: self.metrics.leader.set(1 if self.elector.is_leader else 0))
         self.watchers: list[KindWatcher] = []
         self._resume: dict[str, str] = {}
+        self._restored: list[tuple[str, str]] = []
         self.warm = False
         self.recovered: RecoveryReport | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -227,6 +230,7 @@ class Daemon:
                 count += 1
         self.warm = count > 0 and bool(stored.resume_points)
         self._resume = dict(stored.resume_points)
+        self._restore_assumptions(stored.assumed)
         log.info(
             "database %s: %d objects loaded in %.2fs (%s start)",
             self.settings.database.path,
@@ -234,6 +238,39 @@ class Daemon:
             time.perf_counter() - started,
             "warm" if self.warm else "cold",
         )
+
+    def _restore_assumptions(self, assumed: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        """Put layer 2 back as it was when the previous process stopped. It belongs to
+        open journal intents, which recovery resolves before any scheduling; until then
+        the cache shows what was assumed (and ``_drop_restored`` clears it after)."""
+        for kind, items in assumed.items():
+            for key, raw in items.items():
+                self._restored.append((kind, key))
+                if kind == "Pod":
+                    pod = self.cluster.pods.get(key)
+                    node = str((raw.get("spec") or {}).get("nodeName") or "")
+                    if pod is not None and not pod.node_name and node:
+                        self.cluster.assume_pod(pod, node)
+                    continue
+                if kind not in ("PersistentVolume", "PersistentVolumeClaim"):
+                    continue
+                try:
+                    view = KINDS[kind].parse(raw)
+                    target = self.cluster.pvs if kind == "PersistentVolume" else self.cluster.pvcs
+                    target.assume(key, view)
+                except (ObjectError, AssumeError) as exc:
+                    log.info("stored assumption %s %s no longer applies: %s", kind, key, exc)
+
+    def _drop_restored(self) -> None:
+        for kind, key in self._restored:
+            if kind == "Pod":
+                self.cluster.forget_pod(key)
+            elif kind == "PersistentVolume":
+                self.cluster.pvs.restore(key)
+            elif kind == "PersistentVolumeClaim":
+                self.cluster.pvcs.restore(key)
+            self.store.delete_assumed(kind, key)
+        self._restored.clear()
 
     async def start(self, serve_http: bool = True) -> None:
         await self.load_from_disk()
@@ -273,6 +310,7 @@ class Daemon:
     async def _started_leading(self) -> None:
         log.info("leading as %s", self.settings.leader_election.identity)
         self.recovered = await recover(self.binder)
+        self._drop_restored()
         self.loop.gate.set()
         self._leading.set()
 

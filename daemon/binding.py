@@ -53,6 +53,8 @@ class Journal(Protocol):
     ) -> None: ...
     async def journal_close(self, entry_id: int) -> None: ...
     async def journal_pending(self) -> list[Any]: ...
+    def put_assumed(self, kind: str, key: str, raw: Mapping[str, Any]) -> None: ...
+    def delete_assumed(self, kind: str, key: str) -> None: ...
 
 
 @dataclass(slots=True)
@@ -87,6 +89,15 @@ class Intent:
             "provisions": self.provisions,
             "replicas": self.replicas,
         }
+
+
+def forget_assumed(journal: Journal, intent: Intent) -> None:
+    """Drop the intent's layer-2 records from the store (the cycle is over)."""
+    journal.delete_assumed("Pod", intent.pod)
+    for prebind in intent.prebinds:
+        journal.delete_assumed("PersistentVolume", prebind["pv"])
+    for provision in intent.provisions:
+        journal.delete_assumed("PersistentVolumeClaim", provision["claim"])
 
 
 def intent_for(decision: Decision) -> Intent:
@@ -134,6 +145,9 @@ def intent_for(decision: Decision) -> Intent:
 class BindingSettings:
     bind_timeout_seconds: float = 600.0
     poll_seconds: float = 0.05
+    # kube-scheduler forgets an assumed pod this long after its binding if the informer
+    # never shows it bound.
+    assumed_pod_ttl_seconds: float = 30.0
 
 
 class Binder:
@@ -178,6 +192,16 @@ class Binder:
         intent = intent_for(decision)
         pod = decision.pod
         entry = await self.journal.journal_open(intent.pod, intent.node, intent.as_json())
+        namespace, name = intent.pod.split("/", 1)
+        # Layer 2 on disk: what this cycle assumed, until the journal entry closes.
+        self.journal.put_assumed(
+            "Pod",
+            intent.pod,
+            {
+                "metadata": {"name": name, "namespace": namespace, "uid": intent.pod_uid},
+                "spec": {"nodeName": intent.node},
+            },
+        )
         done: dict[str, list[str]] = {"prebinds": [], "provisions": [], "replicas": []}
         try:
             await self._prebind(intent, done)
@@ -192,14 +216,21 @@ class Binder:
             log.info("binding %s to %s failed: %s", intent.pod, intent.node, message)
             self.scheduler.unreserve(decision)
             await self.undo(intent, done)
-            await self.journal.journal_close(entry)
+            await self._close(entry, intent)
             await self.reporter.failed(pod, message, "SchedulerError")
             self.queue.requeue_error(pod)
             return False
-        await self.journal.journal_close(entry)
+        await self._close(entry, intent)
+        self.cluster.finish_binding(
+            pod.meta.key, self.clock() + self.settings.assumed_pod_ttl_seconds
+        )
         self.queue.done(pod.meta.key)
         await self.reporter.scheduled(pod, intent.node)
         return True
+
+    async def _close(self, entry: int, intent: Intent) -> None:
+        await self.journal.journal_close(entry)
+        forget_assumed(self.journal, intent)
 
     # -- steps -----------------------------------------------------------------------
 
@@ -222,6 +253,7 @@ class Binder:
                 "uid": prebind["claimUID"],
                 "resourceVersion": str(claim.meta.resource_version) if claim else "",
             }
+            self.journal.put_assumed("PersistentVolume", prebind["pv"], raw)
             with api_write(self.tracer, "PUT", "PersistentVolume", prebind["pv"]):
                 updated = await self.client.replace("PersistentVolume", raw)
             updated.setdefault("kind", "PersistentVolume")
@@ -236,6 +268,7 @@ class Binder:
             meta = raw.setdefault("metadata", {})
             meta["resourceVersion"] = str(provision["claimResourceVersion"])
             meta.setdefault("annotations", {})[ANN_SELECTED_NODE] = intent.node
+            self.journal.put_assumed("PersistentVolumeClaim", provision["claim"], raw)
             with api_write(self.tracer, "PUT", "PersistentVolumeClaim", provision["claim"]):
                 updated = await self.client.replace("PersistentVolumeClaim", raw)
             updated.setdefault("kind", "PersistentVolumeClaim")

@@ -68,6 +68,7 @@ class SchedulingLoop:
         """Forever: wait to be allowed (leader), take a pod, decide it."""
         while not self.stopping:
             self.heartbeat = self.monotonic()
+            self.cluster.expire_assumed(self.heartbeat)
             if not self.gate.is_set():
                 # A standby waits for leadership, and stays visibly alive meanwhile.
                 with contextlib.suppress(TimeoutError):

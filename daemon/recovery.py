@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass
 
 from cache.errors import ApiError, NotFound
-from daemon.binding import Binder, Intent
+from daemon.binding import Binder, Intent, forget_assumed
 
 log = logging.getLogger("volsched.recovery")
 
@@ -64,6 +64,7 @@ async def recover(binder: Binder) -> RecoveryReport:
             log.warning("recovery of %s left as is: %s", intent.pod, exc)
             report.failed += 1
         await binder.journal.journal_close(entry.id)
+        forget_assumed(binder.journal, intent)
     if pending:
         log.info(
             "binding journal: %d intent(s) finished; %d PV prebind(s) released, %d kept "

@@ -131,3 +131,23 @@ async def test_health_readiness_and_metrics(
     assert 'volsched_cache_objects{kind="Node"} 3.0' in metrics
     assert "volsched_database_write_duration_seconds" in metrics
     assert "volsched_binding_journal_depth 0.0" in metrics
+
+
+@pytest.mark.parametrize("controllers", [ControllerSettings(pv_bind_delay_seconds=2.0)])
+async def test_the_assume_layer_is_on_disk_while_a_binding_waits(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    cluster.server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
+    daemon = await cluster.start_daemon()
+    cluster.server.load([pod("p", ("c1",))])
+    await eventually(lambda: daemon.journal_depth() == 1, what="binding cycle waiting")
+    await daemon.store.flush()
+    stored = await daemon.store.load(freeze=False)
+    assert set(stored.assumed.get("PersistentVolume", {})) == {"pv-1"}
+    assert stored.assumed["PersistentVolume"]["pv-1"]["spec"]["claimRef"]["name"] == "c1"
+    assert stored.assumed["Pod"]["default/p"]["spec"]["nodeName"] == "node-1"
+    await eventually(lambda: cluster.node_of("p") == "node-1", what="pod bound")
+    await eventually(lambda: daemon.journal_depth() == 0, what="journal closed")
+    await daemon.store.flush()
+    stored = await daemon.store.load(freeze=False)
+    assert not any(stored.assumed.values())

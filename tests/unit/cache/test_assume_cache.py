@@ -64,3 +64,31 @@ def test_delete_removes_both_copies() -> None:
     cache.assume("pv-1", make(5, "Bound"))
     cache.informer_delete("pv-1")
     assert cache.get("pv-1") is None and cache.get_api("pv-1") is None
+
+
+def test_assumed_pods_expire_when_their_binding_is_never_confirmed() -> None:
+    from tests.support import cluster, node, pod
+
+    cache = cluster(node("n1"), pod("p", cpu="1"))
+    view = cache.pending["default/p"]
+    cache.assume_pod(view, "n1")
+    cache.finish_binding("default/p", expires_at=100.0)
+    assert cache.expire_assumed(99.0) == []
+    assert "default/p" in cache.nodes["n1"].pods
+    assert cache.expire_assumed(100.0) == ["default/p"]
+    assert "default/p" not in cache.nodes["n1"].pods
+    assert "default/p" in cache.pending
+
+
+def test_a_confirmed_binding_does_not_expire() -> None:
+    import dataclasses
+
+    from tests.support import cluster, node, pod
+
+    cache = cluster(node("n1"), pod("p", cpu="1"))
+    view = cache.pending["default/p"]
+    cache.assume_pod(view, "n1")
+    cache.finish_binding("default/p", expires_at=100.0)
+    cache.upsert("Pod", dataclasses.replace(view, node_name="n1"))
+    assert cache.expire_assumed(1000.0) == []
+    assert "default/p" in cache.nodes["n1"].pods
