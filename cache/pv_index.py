@@ -13,6 +13,7 @@ checked against every node; such PVs are rare and are re-checked on every node c
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 
 from cache.objects.selectors import NodeSelector, NodeSelectorTerm
@@ -37,7 +38,11 @@ class PersistentVolumeIndex:
     def __init__(self) -> None:
         self._node_labels: dict[str, dict[str, str]] = {}
         self._nodes_by_label: dict[_LabelPair, set[str]] = defaultdict(set)
-        self._by_node_class: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+        # (capacity, name) pairs kept sorted: matching wants the smallest PV that fits.
+        self._by_node_class: dict[str, dict[str, list[tuple[int, str]]]] = defaultdict(
+            lambda: defaultdict(list)
+        )
+        self._pv_capacity: dict[str, int] = {}
         self._anywhere: dict[str, set[str]] = defaultdict(set)
         self._pv_nodes: dict[str, set[str]] = {}
         self._pv_class: dict[str, str] = {}
@@ -47,12 +52,30 @@ class PersistentVolumeIndex:
 
     # -- queries ---------------------------------------------------------------------
 
-    def on_node(self, node: str, storage_class: str) -> set[str]:
-        """PVs of the class whose node affinity names this node (not the unconstrained)."""
+    def on_node(self, node: str, storage_class: str) -> list[tuple[int, str]]:
+        """(capacity, name) of the class's PVs whose node affinity names this node, smallest
+        first (not the unconstrained ones)."""
         classes = self._by_node_class.get(node)
         if classes is None:
-            return set()
-        return classes.get(storage_class) or set()
+            return []
+        return classes.get(storage_class) or []
+
+    def _add(self, node: str, storage_class: str, name: str) -> None:
+        entries = self._by_node_class[node][storage_class]
+        entry = (self._pv_capacity[name], name)
+        index = bisect.bisect_left(entries, entry)
+        if index == len(entries) or entries[index] != entry:
+            entries.insert(index, entry)
+
+    def _remove(self, node: str, storage_class: str, name: str) -> None:
+        classes = self._by_node_class.get(node)
+        if classes is None or storage_class not in classes:
+            return
+        entries = classes[storage_class]
+        entry = (self._pv_capacity.get(name, -1), name)
+        index = bisect.bisect_left(entries, entry)
+        if index < len(entries) and entries[index] == entry:
+            del entries[index]
 
     def anywhere(self, storage_class: str) -> set[str]:
         """PVs of the class without node affinity: reachable from every node."""
@@ -70,10 +93,12 @@ class PersistentVolumeIndex:
             if (
                 self._pv_class[name] == pv.storage_class
                 and self._pv_affinity.get(name) == pv.node_affinity
+                and self._pv_capacity.get(name) == pv.capacity
             ):
                 return
             self.delete_pv(name)
         self._pv_class[name] = pv.storage_class
+        self._pv_capacity[name] = pv.capacity
         affinity = pv.node_affinity
         if affinity is None:
             self._anywhere[pv.storage_class].add(name)
@@ -96,7 +121,7 @@ class PersistentVolumeIndex:
                     nodes.add(node)
         self._pv_nodes[name] = nodes
         for node in nodes:
-            self._by_node_class[node][pv.storage_class].add(name)
+            self._add(node, pv.storage_class, name)
 
     def delete_pv(self, name: str) -> None:
         storage_class = self._pv_class.pop(name, None)
@@ -105,9 +130,11 @@ class PersistentVolumeIndex:
         affinity = self._pv_affinity.pop(name, None)
         if affinity is None:
             self._anywhere[storage_class].discard(name)
+            self._pv_capacity.pop(name, None)
             return
         for node in self._pv_nodes.pop(name, set()):
-            self._by_node_class[node][storage_class].discard(name)
+            self._remove(node, storage_class, name)
+        self._pv_capacity.pop(name, None)
         self._scan_everywhere.discard(name)
         for term in affinity.terms:
             narrowing = _narrowing_expression(term)
@@ -144,8 +171,8 @@ class PersistentVolumeIndex:
             return
         for pair in labels.items():
             self._nodes_by_label[pair].discard(name)
-        for pv_names in self._by_node_class.pop(name, {}).values():
-            for pv_name in pv_names:
+        for entries in self._by_node_class.pop(name, {}).values():
+            for _, pv_name in entries:
                 self._pv_nodes.get(pv_name, set()).discard(name)
 
     def _recheck(self, pv_name: str, node: str) -> None:
@@ -156,9 +183,7 @@ class PersistentVolumeIndex:
         nodes = self._pv_nodes[pv_name]
         if affinity.matches(self._node_labels[node], node):
             nodes.add(node)
-            self._by_node_class[node][storage_class].add(pv_name)
+            self._add(node, storage_class, pv_name)
         else:
             nodes.discard(node)
-            classes = self._by_node_class.get(node)
-            if classes is not None and storage_class in classes:
-                classes[storage_class].discard(pv_name)
+            self._remove(node, storage_class, pv_name)

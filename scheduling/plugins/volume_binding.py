@@ -35,7 +35,13 @@ from scheduling.volumes.claims import (
 )
 from scheduling.volumes.matching import ClaimMatcher, claim_request
 from scheduling.volumes.provisioning import ProvisionerCheck, ProvisionError, capacities_by_class
-from scheduling.volumes.scoring import DEFAULT_SHAPE, ShapePoint, scale_shape, volume_score
+from scheduling.volumes.scoring import (
+    DEFAULT_SHAPE,
+    ShapePoint,
+    class_score,
+    scale_shape,
+    volume_score,
+)
 
 NAME = "VolumeBinding"
 REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
@@ -107,6 +113,10 @@ class VolumeBinding:
         volumes = data.by_node.get(node.name)
         if volumes is None or not volumes.static_bindings:
             return 0
+        if len(volumes.static_bindings) == 1:
+            # One class, one PV: the average of one score is that score.
+            only = volumes.static_bindings[0]
+            return class_score(self.shape, claim_request(only.claim), only.pv.capacity)
         by_class: dict[str, tuple[int, int]] = {}
         for binding in volumes.static_bindings:
             requested, capacity = by_class.get(binding.pv.storage_class, (0, 0))

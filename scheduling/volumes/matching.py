@@ -17,6 +17,7 @@ once, so the cost per node follows the PVs that node can reach.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from cache.cluster import ClusterCache
@@ -98,21 +99,18 @@ class ClaimMatcher:
         class_name = claim.class_name
         modes = claim.access_modes
         selector = claim.selector
-        for name in cluster.pv_index.on_node(node_name, class_name):
+        candidates = cluster.pv_index.on_node(node_name, class_name)
+        # Smallest first: the first PV that passes every test is the one to take.
+        for capacity, name in candidates[bisect.bisect_left(candidates, (request, "")) :]:
             if name in chosen:
                 continue
             candidate = latest.get(name)
             if (
                 candidate is None
                 or candidate.claim_ref is not None
-                or candidate.capacity < request
                 or candidate.phase != "Available"
-            ):
-                continue
-            if best is not None and (candidate.capacity, name) >= (best.capacity, best.meta.name):
-                continue
-            if (
-                candidate.volume_mode != mode
+                or candidate.capacity != capacity
+                or candidate.volume_mode != mode
                 or candidate.meta.deletion_timestamp is not None
                 or candidate.storage_class != class_name
                 or not modes <= candidate.access_modes
@@ -120,6 +118,7 @@ class ClaimMatcher:
             ):
                 continue
             best = candidate
+            break
         for spare in self.anywhere:
             if spare.meta.name in chosen:
                 continue

@@ -77,6 +77,8 @@ def test_index_matches_brute_force(ops: list[tuple[str, str, Any]]) -> None:
             if volume.node_affinity is not None
             and volume.node_affinity.matches(info.node.meta.labels, info.name)
         }
-        assert cache.pv_index.on_node(info.name, "local") == expected
+        entries = cache.pv_index.on_node(info.name, "local")
+        assert entries == sorted(entries)
+        assert {name for _, name in entries} == expected
     anywhere = {v.meta.name for v in cache.pvs.values() if v.node_affinity is None}
     assert cache.pv_index.anywhere("local") == anywhere
