@@ -315,6 +315,8 @@ class ClusterCache:
     def assume_pod(self, pod: Pod, node_name: str) -> None:
         """Count a pod on a node before its binding is confirmed."""
         key = pod.meta.key
+        if key in self.assumed_pods:
+            self.forget_pod(key)  # one assumption per pod: never counted on two nodes
         self.assumed_pods[key] = node_name
         self.pending.pop(key, None)
         self.pods.setdefault(key, pod)

@@ -309,7 +309,12 @@ class Daemon:
 
     async def _started_leading(self) -> None:
         log.info("leading as %s", self.settings.leader_election.identity)
-        self.recovered = await recover(self.binder)
+        try:
+            self.recovered = await recover(self.binder)
+        except Exception:
+            # Scheduling must not stop because the journal could not be read: what was
+            # not recovered stays in it for the next start.
+            log.exception("binding journal recovery failed; scheduling anyway")
         self._drop_restored()
         self.loop.gate.set()
         self._leading.set()

@@ -30,7 +30,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from cache.cluster import ClusterCache
-from cache.errors import ApiError, Conflict, NotFound
+from cache.errors import ApiError, Conflict, NotFound, StoreError
 from cache.objects.storage import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from daemon.ingest import Ingest
 from daemon.kube_client import KubeClient
@@ -59,10 +59,12 @@ class Journal(Protocol):
 
 @dataclass(slots=True)
 class UndoResult:
-    """PVs whose claimRef was cleared, and PVs kept because their claim got bound."""
+    """PVs whose claimRef was cleared, PVs kept because their claim got bound, and the
+    objects that could not be undone now (an API error: recovery will try again)."""
 
     released: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
 
 
 class BindingFailed(Exception):
@@ -115,6 +117,10 @@ def intent_for(decision: Decision) -> Intent:
                 "pvResourceVersion": binding.pv.meta.resource_version,
                 "claim": claim.key,
                 "claimUID": claim.meta.uid,
+                # Nothing to write when the PV already names the claim with its uid.
+                "write": binding.dirty,
+                # Reserved for this claim by its author: never released on failure.
+                "preexisting": binding.preexisting,
             }
         )
     for claim in assumed.provisions:
@@ -211,12 +217,20 @@ class Binder:
                 await self.journal.journal_update(entry, state="waiting")
                 await self._wait_bound(intent)
             await self._bind_pod(intent)
-        except (BindingFailed, ApiError) as exc:
-            message = str(exc)
-            log.info("binding %s to %s failed: %s", intent.pod, intent.node, message)
+        except asyncio.CancelledError:
+            # Leadership lost, shutdown, or a caller's deadline: give the decision back
+            # and undo the writes, without being cut short again.
             self.scheduler.unreserve(decision)
-            await self.undo(intent, done)
-            await self._close(entry, intent)
+            await asyncio.shield(self._give_up(entry, intent, done))
+            raise
+        except Exception as exc:  # BindingFailed, ApiError, StoreError, or a bug
+            message = str(exc) or type(exc).__name__
+            if not isinstance(exc, BindingFailed | ApiError):
+                log.exception("binding %s to %s crashed", intent.pod, intent.node)
+            else:
+                log.info("binding %s to %s failed: %s", intent.pod, intent.node, message)
+            self.scheduler.unreserve(decision)
+            await self._give_up(entry, intent, done)
             await self.reporter.failed(pod, message, "SchedulerError")
             self.queue.requeue_error(pod)
             return False
@@ -228,6 +242,22 @@ class Binder:
         await self.reporter.scheduled(pod, intent.node)
         return True
 
+    async def _give_up(self, entry: int, intent: Intent, done: Mapping[str, list[str]]) -> None:
+        """Undo the cycle's writes; close its journal entry only if that fully worked,
+        so recovery retries whatever could not be undone now."""
+        undone = await self.undo(intent, done)
+        if undone.failed:
+            log.warning(
+                "binding %s: could not undo %s now; left for recovery",
+                intent.pod,
+                ", ".join(undone.failed),
+            )
+            return
+        try:
+            await self._close(entry, intent)
+        except StoreError as exc:
+            log.warning("binding %s: journal not closed: %s", intent.pod, exc)
+
     async def _close(self, entry: int, intent: Intent) -> None:
         await self.journal.journal_close(entry)
         forget_assumed(self.journal, intent)
@@ -236,13 +266,16 @@ class Binder:
 
     async def _prebind(self, intent: Intent, done: dict[str, list[str]]) -> None:
         for prebind in intent.prebinds:
+            if not prebind.get("write", True):
+                continue
             raw = self.ingest.raw_object("PersistentVolume", prebind["pv"])
             if raw is None:
                 raise BindingFailed(f'persistentvolume "{prebind["pv"]}" not found')
             meta = raw.setdefault("metadata", {})
             # Write at the version the decision was made on: anything newer is a 409.
             meta["resourceVersion"] = str(prebind["pvResourceVersion"])
-            meta.setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
+            if not prebind.get("preexisting"):
+                meta.setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
             namespace, name = prebind["claim"].split("/", 1)
             claim = self.cluster.pvcs.get_api(prebind["claim"])
             raw.setdefault("spec", {})["claimRef"] = {
@@ -254,11 +287,12 @@ class Binder:
                 "resourceVersion": str(claim.meta.resource_version) if claim else "",
             }
             self.journal.put_assumed("PersistentVolume", prebind["pv"], raw)
+            # Counted as done before the write: a lost reply may hide an applied write.
+            done["prebinds"].append(prebind["pv"])
             with api_write(self.tracer, "PUT", "PersistentVolume", prebind["pv"]):
                 updated = await self.client.replace("PersistentVolume", raw)
             updated.setdefault("kind", "PersistentVolume")
             self.ingest.upsert("PersistentVolume", updated)
-            done["prebinds"].append(prebind["pv"])
 
     async def _annotate(self, intent: Intent, done: dict[str, list[str]]) -> None:
         for provision in intent.provisions:
@@ -269,11 +303,11 @@ class Binder:
             meta["resourceVersion"] = str(provision["claimResourceVersion"])
             meta.setdefault("annotations", {})[ANN_SELECTED_NODE] = intent.node
             self.journal.put_assumed("PersistentVolumeClaim", provision["claim"], raw)
+            done["provisions"].append(provision["claim"])
             with api_write(self.tracer, "PUT", "PersistentVolumeClaim", provision["claim"]):
                 updated = await self.client.replace("PersistentVolumeClaim", raw)
             updated.setdefault("kind", "PersistentVolumeClaim")
             self.ingest.upsert("PersistentVolumeClaim", updated)
-            done["provisions"].append(provision["claim"])
 
     async def _create_replicas(self, intent: Intent, done: dict[str, list[str]]) -> None:
         for replica in intent.replicas:
@@ -288,26 +322,31 @@ class Binder:
                     "primary": replica["primary"],
                 },
             }
+            done["replicas"].append(replica["name"])
             with api_write(self.tracer, "POST", "Replica", replica["name"]):
                 created = await self.client.create("Replica", body)
             created.setdefault("kind", "Replica")
             self.ingest.upsert("Replica", created)
-            done["replicas"].append(replica["name"])
 
     def _check_bound(self, intent: Intent) -> bool:
-        """True when every claim is fully bound; raises when binding can no longer work."""
+        """Upstream's checkBindings: True when every claim is fully bound on a PV the node
+        can reach; raises when binding can no longer work."""
         cluster = self.cluster
         pod = cluster.pods.get(intent.pod)
         if pod is None or pod.meta.uid != intent.pod_uid or pod.meta.deletion_timestamp:
             raise BindingFailed(f"pod {intent.pod} was deleted while its volumes were binding")
+        node = cluster.nodes.get(intent.node)
+        if node is None:
+            raise BindingFailed(f"node {intent.node} was deleted while volumes were binding")
         complete = True
         for prebind in intent.prebinds:
             pv = cluster.pvs.get_api(prebind["pv"])
             ref = pv.claim_ref if pv is not None else None
             if pv is None or ref is None or f"{ref.namespace}/{ref.name}" != prebind["claim"]:
-                raise BindingFailed(
-                    f'persistentvolume "{prebind["pv"]}" lost its claimRef to {prebind["claim"]}'
-                )
+                raise BindingFailed(f'ClaimRef got reset for pv "{prebind["pv"]}"')
+            if not ref.uid:
+                complete = False  # the PV controller has not taken it up yet
+                continue
             claim = cluster.pvcs.get_api(prebind["claim"])
             if claim is None or not claim.fully_bound:
                 complete = False
@@ -315,13 +354,23 @@ class Binder:
             claim = cluster.pvcs.get_api(provision["claim"])
             if claim is None:
                 raise BindingFailed(f'persistentvolumeclaim "{provision["claim"]}" was deleted')
-            if claim.fully_bound:
-                continue
             if claim.meta.annotations.get(ANN_SELECTED_NODE) != intent.node:
-                raise BindingFailed(
-                    f"provisioning of {provision['claim']} was rescheduled away from {intent.node}"
-                )
-            complete = False
+                # A provisioner that fails removes the annotation to ask for a new node.
+                raise BindingFailed(f'provisioning failed for PVC "{claim.name}"')
+            if claim.volume_name:
+                pv = cluster.pvs.get_api(claim.volume_name)
+                if pv is None:
+                    complete = False  # not seen yet; a deleted PV unbinds the claim
+                    continue
+                affinity = pv.node_affinity
+                if affinity is not None and not affinity.matches(
+                    node.node.meta.labels, intent.node
+                ):
+                    raise BindingFailed(
+                        f'pv "{pv.meta.name}" node affinity doesn\'t match node "{intent.node}"'
+                    )
+            if not claim.fully_bound:
+                complete = False
         return complete
 
     async def _wait_bound(self, intent: Intent) -> None:
@@ -363,17 +412,27 @@ class Binder:
         )
         result = UndoResult()
         for prebind in prebinds:
-            if await self._release_pv(prebind["pv"], prebind["claim"]):
-                result.released.append(prebind["pv"])
-            else:
+            if prebind.get("preexisting") or not prebind.get("write", True):
                 result.kept.append(prebind["pv"])
+                continue
+            try:
+                released = await self._release_pv(prebind["pv"], prebind["claim"])
+            except ApiError as exc:
+                log.warning("could not release PV %s: %s", prebind["pv"], exc)
+                result.failed.append(f"PersistentVolume {prebind['pv']}")
+                continue
+            (result.released if released else result.kept).append(prebind["pv"])
         provisions = (
             intent.provisions
             if done is None
             else [p for p in intent.provisions if p["claim"] in done["provisions"]]
         )
         for provision in provisions:
-            await self._release_claim(provision["claim"], intent.node)
+            try:
+                await self._release_claim(provision["claim"], intent.node)
+            except ApiError as exc:
+                log.warning("could not release claim %s: %s", provision["claim"], exc)
+                result.failed.append(f"PersistentVolumeClaim {provision['claim']}")
         replicas = (
             intent.replicas
             if done is None
@@ -387,6 +446,8 @@ class Binder:
                     pass
                 except ApiError as exc:
                     log.warning("could not delete replica %s: %s", replica["name"], exc)
+                    result.failed.append(f"Replica {replica['name']}")
+                    continue
                 self.ingest.delete_key("Replica", replica["name"])
         return result
 

@@ -76,6 +76,7 @@ class Extender:
         self.pods = pods
         self.settings = settings
         self.leading = leading
+        self._binds: set[asyncio.Future[bool]] = set()
 
     # -- decoding --------------------------------------------------------------------
 
@@ -117,6 +118,14 @@ class Extender:
         names, items = self._nodes(body)
         known = set(self.scheduler.cluster.nodes)
         decision = self.scheduler.find_node(pod, only=set(names) & known)
+        if decision.error is not None:
+            return {
+                "Nodes": None,
+                "NodeNames": None,
+                "FailedNodes": {},
+                "FailedAndUnresolvableNodes": {},
+                "Error": decision.error,
+            }
         failed: dict[str, str] = {}
         unresolvable: dict[str, str] = {}
         feasible = set(decision.scores)
@@ -188,6 +197,12 @@ class Extender:
             return {"Error": f"pod {namespace}/{name} is not in volsched's cache"}
         if uid and pod.meta.uid and uid != pod.meta.uid:
             return {"Error": f"pod {namespace}/{name} has uid {pod.meta.uid}, not {uid}"}
+        if pod.node_name:
+            if pod.node_name == node:
+                return {"Error": ""}
+            return {"Error": f"pod {namespace}/{name} is already assigned to node {pod.node_name}"}
+        if pod.meta.key in self.scheduler.cluster.assumed_pods:
+            return {"Error": f"pod {namespace}/{name} is already being bound"}
         decision = self.scheduler.find_node(pod, only={node})
         if node not in decision.scores:
             reasons = "; ".join(decision.filtered.get(node, [])) or decision.message or "infeasible"
@@ -197,7 +212,12 @@ class Extender:
         if not status.is_success:
             return {"Error": status.message}
         self.scheduler.cluster.assume_pod(pod, node)
-        bound = await self.bind(decision)
+        # The binding cycle runs to its end even if kube-scheduler stops waiting: a cycle
+        # cut in the middle would leave half-written volumes behind.
+        task = asyncio.ensure_future(self.bind(decision))
+        self._binds.add(task)
+        task.add_done_callback(self._binds.discard)
+        bound = await asyncio.shield(task)
         return {"Error": "" if bound else f"binding {namespace}/{name} to {node} failed"}
 
     def preempt(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -252,7 +272,10 @@ def extender_routes(extender: Extender) -> list[web.RouteDef]:
                     raise BadRequest("request body must be a JSON object")
                 result = verb(body)
                 if asyncio.iscoroutine(result):
-                    result = await asyncio.wait_for(result, settings.deadline_seconds)
+                    # Bind waits for the PV controller, which may take longer than
+                    # kube-scheduler waits; the cycle itself is shielded (see bind_pod).
+                    deadline = None if verb == extender.bind_pod else settings.deadline_seconds
+                    result = await asyncio.wait_for(result, deadline)
                 return web.json_response(result)
             except BadRequest as exc:
                 return web.json_response({"Error": str(exc).splitlines()[0]}, status=400)

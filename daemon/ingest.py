@@ -7,6 +7,7 @@ object must not stop the scheduler.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -51,6 +52,14 @@ def _node_changed(old: Node | None, new: Node) -> bool:
         or old.unschedulable != new.unschedulable
         or old.ready != new.ready
     )
+
+
+def _same_but_for_status(old: Pod, new: Pod) -> bool:
+    """Equal but for resourceVersion (and status fields the view does not keep)."""
+    if old.phase != new.phase:
+        return False
+    meta = dataclasses.replace(new.meta, resource_version=old.meta.resource_version)
+    return dataclasses.replace(new, meta=meta) == old
 
 
 class Ingest:
@@ -146,7 +155,12 @@ class Ingest:
         if kind == "Pod":
             pod: Pod = new
             if self.ours(pod):
-                queue.update(pod) if old is not None else queue.add(pod)
+                if old is None:
+                    queue.add(pod)
+                elif not _same_but_for_status(old, pod):
+                    # Upstream's isPodUpdated: a status-only change (our own PodScheduled
+                    # condition, for one) is no reason to try again.
+                    queue.update(pod)
             else:
                 queue.delete(pod.meta.key)
                 if pod.node_name and (old is None or not old.node_name):

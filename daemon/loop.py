@@ -82,6 +82,11 @@ class SchedulingLoop:
                 self.queue.requeue_error(entry.pod)
                 continue
             await self._slots.acquire()
+            # Waiting for a slot may have outlasted leadership (or the process).
+            if self.stopping or not self.gate.is_set():
+                self._slots.release()
+                self.queue.requeue_error(entry.pod)
+                continue
             try:
                 self.schedule_one(entry)
             except Exception:
@@ -96,6 +101,11 @@ class SchedulingLoop:
             self.queue.done(key)
             self._slots.release()
             return
+        if key in self.cluster.assumed_pods:
+            # Placed and binding (or bound, not yet confirmed): never decide it twice.
+            self.queue.done(key)
+            self._slots.release()
+            return
         started = self.monotonic()
         decision = self.scheduler.schedule(pod)
         if decision.node is None:
@@ -103,9 +113,19 @@ class SchedulingLoop:
             self._failed(decision, started)
             return
         record_cycle(self.tracer, decision, "scheduled")
-        task = asyncio.create_task(self._bind(decision, started), name=f"bind {key}")
+        started_flag: list[bool] = []
+        task = asyncio.create_task(self._bind(decision, started, started_flag), name=f"bind {key}")
         self._bindings.add(task)
-        task.add_done_callback(self._bindings.discard)
+
+        def finished(task: asyncio.Task[None]) -> None:
+            self._bindings.discard(task)
+            if task.cancelled() and not started_flag:
+                # Cancelled before its first step: nothing ran, so clean up here.
+                self._slots.release()
+                self.scheduler.unreserve(decision)
+                self.queue.requeue_error(decision.pod)
+
+        task.add_done_callback(finished)
 
     def _failed(self, decision: Decision, started: float) -> None:
         pod = decision.pod
@@ -122,13 +142,14 @@ class SchedulingLoop:
         message = decision.message or decision.error or "unschedulable"
         self._spawn(self.reporter.failed(pod, message, reason))
 
-    async def _bind(self, decision: Decision, started: float) -> None:
+    async def _bind(self, decision: Decision, started: float, started_flag: list[bool]) -> None:
+        started_flag.append(True)
         binding_started = self.monotonic()
         try:
             bound = await self.binder.bind(decision)
         except asyncio.CancelledError:
-            # Leadership lost or shutdown: undo the assumption; the journal keeps the intent
-            # for whoever schedules next.
+            # Leadership lost or shutdown: the binder has undone its writes; give the
+            # decision back (idempotent) and requeue.
             self.scheduler.unreserve(decision)
             self.queue.requeue_error(decision.pod)
             self._slots.release()

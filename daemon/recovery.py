@@ -51,18 +51,28 @@ async def recover(binder: Binder) -> RecoveryReport:
     report = RecoveryReport()
     pending = await binder.journal.journal_pending()
     for entry in pending:
-        intent = intent_from_json(entry.intent)
         try:
-            bound = await _pod_is_bound(binder, intent)
-            if bound:
+            intent = intent_from_json(entry.intent)
+            if await _pod_is_bound(binder, intent):
                 report.finished += 1
             else:
                 undone = await binder.undo(intent)
                 report.released += len(undone.released)
                 report.kept += len(undone.kept)
+                if undone.failed:
+                    # Keep the intent: the next start (or leader) tries again.
+                    report.failed += 1
+                    continue
         except ApiError as exc:
-            log.warning("recovery of %s left as is: %s", intent.pod, exc)
+            log.warning("recovery of journal entry %s left for later: %s", entry.id, exc)
             report.failed += 1
+            continue
+        except Exception:
+            # A malformed intent must not wedge every start: log it and drop it.
+            log.exception("journal entry %s cannot be recovered; dropping it", entry.id)
+            report.failed += 1
+            await binder.journal.journal_close(entry.id)
+            continue
         await binder.journal.journal_close(entry.id)
         forget_assumed(binder.journal, intent)
     if pending:

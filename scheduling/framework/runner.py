@@ -214,7 +214,7 @@ class Scheduler:
                         text = f"node(s) didn't satisfy plugin {narrowing[0]}"
                     else:
                         text = f"node(s) didn't satisfy plugin(s) [{' '.join(narrowing)}] simultaneously"
-                    return None, Status(Code.UNSCHEDULABLE, (text,), plugin.name)
+                    return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (text,), plugin.name)
         if pending_rejection is not None:
             return None, pending_rejection
         if names is None:

@@ -33,8 +33,14 @@ REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to no
 
 @dataclass(frozen=True, slots=True)
 class StaticBinding:
+    """A PV chosen for a claim. After reserve, ``pv`` is the PV as prebound; ``dirty``
+    says whether the API server must be told, ``preexisting`` that the PV was already
+    bound to the claim (by its author) before the scheduler chose it."""
+
     pv: PersistentVolume
     claim: PersistentVolumeClaim
+    dirty: bool = True
+    preexisting: bool = False
 
 
 @dataclass(slots=True)
@@ -84,33 +90,10 @@ def find_pod_volumes(
         if affinity is not None and not affinity.matches(node.node.meta.labels, node.name):
             bound_ok = False
             break
-    if bound_ok and bound_found and cycle.claims.unbound_delayed:
-        to_provision: list[PersistentVolumeClaim] = []
-        matchers: list[ClaimMatcher] = []
-        for matcher in cycle.matchers:
-            selected = matcher.selected_node
-            if selected is not None:
-                if selected != node.name:
-                    return FindResult(None, [REASON_BIND_CONFLICT])
-                to_provision.append(matcher.claim)
-            else:
-                matchers.append(matcher)
-        chosen: set[str] = set()
-        for matcher in matchers:
-            pv = matcher.find(cluster, node, chosen)
-            if pv is None:
-                unbound_ok = False
-                to_provision.append(matcher.claim)
-                continue
-            chosen.add(pv.meta.name)
-            volumes.static_bindings.append(StaticBinding(pv, matcher.claim))
-        if to_provision:
-            outcome = check_provisions(cluster, to_provision, node, cycle.capacities, checks)
-            unbound_ok = outcome.satisfied
-            enough_space = outcome.sufficient_storage
-            details = outcome.details
-            volumes.dynamic_provisions = outcome.provisions
-            volumes.plans = outcome.plans
+    # As upstream, the unbound claims are checked even when a bound one failed, so the
+    # node's reasons list every problem.
+    if cycle.claims.unbound_delayed:
+        unbound_ok, enough_space, details = _find_unbound(cluster, cycle, node, checks, volumes)
     reasons = []
     if not bound_ok:
         reasons.append(REASON_NODE_CONFLICT)
@@ -125,13 +108,75 @@ def find_pod_volumes(
     return FindResult(volumes, [])
 
 
-def bind_volume_to_claim(pv: PersistentVolume, claim: PersistentVolumeClaim) -> PersistentVolume:
-    """The PV as the scheduler prebinds it: claimRef set, marked bound by controller."""
-    annotations = dict(pv.meta.annotations)
-    annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
-    meta = dataclasses.replace(pv.meta, annotations=annotations)
-    ref = ClaimRef(claim.namespace, claim.name, claim.meta.uid)
-    return dataclasses.replace(pv, meta=meta, claim_ref=ref)
+def _find_unbound(
+    cluster: ClusterCache,
+    cycle: BinderCycle,
+    node: NodeInfo,
+    checks: Mapping[str, ProvisionerCheck],
+    volumes: PodVolumes,
+) -> tuple[bool, bool, list[str]]:
+    """(unbound claims satisfied, enough storage, replica reasons) for one node; fills
+    ``volumes`` with the static bindings and provisions that would serve the claims."""
+    to_provision: list[PersistentVolumeClaim] = []
+    matchers: list[ClaimMatcher] = []
+    for matcher in cycle.matchers:
+        selected = matcher.selected_node
+        if selected is None:
+            matchers.append(matcher)
+        elif selected != node.name:
+            return False, True, []  # already being provisioned for another node
+        else:
+            to_provision.append(matcher.claim)
+    satisfied = True
+    chosen: set[str] = set()
+    for matcher in matchers:
+        pv = matcher.find(cluster, node, chosen)
+        if pv is None:
+            satisfied = False
+            to_provision.append(matcher.claim)
+            continue
+        chosen.add(pv.meta.name)
+        volumes.static_bindings.append(StaticBinding(pv, matcher.claim))
+    if not to_provision:
+        return satisfied, True, []
+    # As upstream, provisioning decides for every claim left: matching's verdict is
+    # replaced by whether they can all be provisioned here.
+    outcome = check_provisions(cluster, to_provision, node, cycle.capacities, checks)
+    volumes.dynamic_provisions = outcome.provisions
+    volumes.plans = outcome.plans
+    return outcome.satisfied, outcome.sufficient_storage, outcome.details
+
+
+def bind_volume_to_claim(
+    pv: PersistentVolume, claim: PersistentVolumeClaim
+) -> tuple[PersistentVolume, bool]:
+    """The PV as the scheduler prebinds it, and whether that changed anything.
+
+    Upstream's GetBindVolumeToClaim: the claimRef is set (with the claim's uid), and
+    ``pv.kubernetes.io/bound-by-controller`` is added only when the PV was not already
+    bound to the claim — a PV its author reserved for the claim stays the author's.
+    """
+    updated = pv
+    dirty = False
+    ref = pv.claim_ref
+    if (
+        ref is None
+        or ref.name != claim.name
+        or ref.namespace != claim.namespace
+        or ref.uid != claim.meta.uid
+    ):
+        updated = dataclasses.replace(
+            updated, claim_ref=ClaimRef(claim.namespace, claim.name, claim.meta.uid)
+        )
+        dirty = True
+    if not pv.is_bound_to(claim) and ANN_BOUND_BY_CONTROLLER not in pv.meta.annotations:
+        annotations = dict(pv.meta.annotations)
+        annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
+        updated = dataclasses.replace(
+            updated, meta=dataclasses.replace(updated.meta, annotations=annotations)
+        )
+        dirty = True
+    return updated, dirty
 
 
 def with_selected_node(claim: PersistentVolumeClaim, node_name: str) -> PersistentVolumeClaim:
@@ -157,15 +202,11 @@ def assume_pod_volumes(
     assumed = AssumedVolumes(node_name, plans=dict(volumes.plans))
     try:
         for binding in volumes.static_bindings:
-            updated = bind_volume_to_claim(binding.pv, binding.claim)
-            current = cluster.pvs.get(binding.pv.meta.name)
-            if (
-                current is None
-                or current.claim_ref != updated.claim_ref
-                or (current.meta.annotations.get(ANN_BOUND_BY_CONTROLLER) != "yes")
-            ):
+            updated, dirty = bind_volume_to_claim(binding.pv, binding.claim)
+            preexisting = binding.pv.is_bound_to(binding.claim)
+            if dirty:
                 cluster.pvs.assume(binding.pv.meta.name, updated)
-            assumed.bindings.append(StaticBinding(updated, binding.claim))
+            assumed.bindings.append(StaticBinding(updated, binding.claim, dirty, preexisting))
         for claim in volumes.dynamic_provisions:
             updated_claim = with_selected_node(claim, node_name)
             cluster.pvcs.assume(claim.key, updated_claim)

@@ -4,6 +4,8 @@ kube-scheduler writes them; health and metrics endpoints."""
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import pytest
 
@@ -102,6 +104,10 @@ async def test_unschedulable_pod_says_why_and_moves_when_a_pv_appears(cluster: C
     assert found["message"] == message
     failed = [e for e in cluster.events_for("p") if e.get("reason") == "FailedScheduling"]
     assert failed[0]["message"] == message
+    # Our own status writes are no reason to try again: the pod waits for an event.
+    await asyncio.sleep(3)
+    failures = [e for e in cluster.events_for("p") if e.get("reason") == "FailedScheduling"]
+    assert len(failures) == 1
     server.load([local_pv("big", "node-3", size="100Gi")])
     await eventually(lambda: cluster.node_of("p") == "node-3", what="requeue on the PV event")
 
@@ -113,6 +119,8 @@ async def test_health_readiness_and_metrics(
     cluster.server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1"), pod("p", ("c1",))])
     daemon = await cluster.start_daemon()
     await eventually(lambda: cluster.node_of("p"), what="pod placed")
+    # The binding cycle finishes (event written, metrics counted) just after the bind.
+    await eventually(lambda: daemon.loop.in_flight == 0, what="binding cycle finished")
     base = f"http://127.0.0.1:{daemon.http_port}"
     async with aiohttp.ClientSession() as session:
         for path in ("/healthz", "/livez", "/readyz"):

@@ -10,6 +10,7 @@ import aiohttp
 import pytest
 
 from daemon.app import Daemon
+from emulator import ControllerSettings
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
 
@@ -114,7 +115,7 @@ async def test_bind_runs_the_full_binding_cycle(cluster: Cluster) -> None:
         "bind",
         {"PodName": "web", "PodNamespace": "default", "PodUID": "", "Node": "node-2"},
     )
-    assert status == 200 and "node-2 cannot take pod default/web" in result["Error"]
+    assert status == 200 and "already assigned to node node-1" in result["Error"]
 
 
 async def test_preempt_drops_nodes_ruled_out_by_volumes(cluster: Cluster) -> None:
@@ -135,6 +136,26 @@ async def test_preempt_drops_nodes_ruled_out_by_volumes(cluster: Cluster) -> Non
             "node-3": {"Pods": [{"UID": "c"}], "NumPDBViolations": 0},
         }
     }
+
+
+@pytest.mark.parametrize("controllers", [ControllerSettings(pv_bind_delay_seconds=5.0)])
+async def test_bind_outlasting_the_call_deadline_still_completes(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    daemon = await setup(cluster)
+    web = kube_pod(cluster, "web")
+    body = {
+        "PodName": "web",
+        "PodNamespace": "default",
+        "PodUID": web["metadata"]["uid"],
+        "Node": "node-1",
+    }
+    status, result = await post(daemon, "bind", body)
+    assert status == 200 and result == {"Error": ""}
+    assert cluster.node_of("web") == "node-1"
+    assert daemon.journal_depth() == 0
+    status, result = await post(daemon, "bind", body)
+    assert result == {"Error": ""}  # already where it was asked to go
 
 
 @pytest.mark.parametrize(

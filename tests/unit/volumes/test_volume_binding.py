@@ -409,3 +409,49 @@ def test_pods_without_claims_skip_volume_binding() -> None:
     decision = decide([*three_nodes(), pod("p")])
     assert decision.node is not None
     assert decision.scores == {"node-1": 0, "node-2": 0, "node-3": 0}
+
+
+def test_a_node_lists_every_volume_problem_it_has() -> None:
+    zonal = pv(
+        "zonal",
+        "10Gi",
+        claim=("default", "c-bound"),
+        phase="Bound",
+        spec={
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["a"]}]}
+                    ]
+                }
+            }
+        },
+    )
+    decision = decide(
+        [
+            *three_nodes(),
+            WFC,
+            zonal,
+            pvc("c-bound", volume_name="zonal", bound=True),
+            pvc("c-new"),
+            pod("p", claims=["c-bound", "c-new"]),
+        ]
+    )
+    assert decision.filtered["node-2"] == [AFFINITY, BIND]
+    assert decision.filtered["node-1"] == [BIND]
+
+
+def test_prebinding_keeps_an_authors_reservation() -> None:
+    from scheduling.volumes.binder import bind_volume_to_claim
+    from tests.support import parse
+
+    claim = parse(pvc("c1"))
+    reserved = parse(pv("mine", "10Gi", claim=("default", "c1")))
+    updated, dirty = bind_volume_to_claim(reserved, claim)
+    assert dirty and updated.claim_ref is not None and updated.claim_ref.uid == claim.meta.uid
+    assert "pv.kubernetes.io/bound-by-controller" not in updated.meta.annotations
+    again, dirty_again = bind_volume_to_claim(updated, claim)
+    assert not dirty_again and again is updated
+    free = parse(pv("free", "10Gi"))
+    chosen, dirty = bind_volume_to_claim(free, claim)
+    assert dirty and chosen.meta.annotations["pv.kubernetes.io/bound-by-controller"] == "yes"
