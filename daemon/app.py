@@ -16,6 +16,7 @@ database flush.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import random
 import socket
@@ -293,6 +294,10 @@ class Daemon:
             self._runner = await serve(app, self.settings.http.address)
         if not self.warm:
             await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
+        # The cache is built: keep the collector from walking it again and again
+        # (generation-2 collections over it were the scheduling cycle's p99).
+        gc.collect()
+        gc.freeze()
         # Standbys keep their caches warm; only the leader schedules and repairs.
         self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
@@ -352,6 +357,7 @@ class Daemon:
             await self._runner.cleanup()
             self._runner = None
         await self.store.close()
+        gc.unfreeze()
         if self._tracer_provider is not None:
             self._tracer_provider.shutdown()
 

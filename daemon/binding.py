@@ -290,7 +290,7 @@ class Binder:
             # Counted as done before the write: a lost reply may hide an applied write.
             done["prebinds"].append(prebind["pv"])
             with api_write(self.tracer, "PUT", "PersistentVolume", prebind["pv"]):
-                updated = await self.client.replace("PersistentVolume", raw)
+                updated = await self._replace_or_refresh("PersistentVolume", raw)
             updated.setdefault("kind", "PersistentVolume")
             self.ingest.upsert("PersistentVolume", updated)
 
@@ -305,9 +305,22 @@ class Binder:
             self.journal.put_assumed("PersistentVolumeClaim", provision["claim"], raw)
             done["provisions"].append(provision["claim"])
             with api_write(self.tracer, "PUT", "PersistentVolumeClaim", provision["claim"]):
-                updated = await self.client.replace("PersistentVolumeClaim", raw)
+                updated = await self._replace_or_refresh("PersistentVolumeClaim", raw)
             updated.setdefault("kind", "PersistentVolumeClaim")
             self.ingest.upsert("PersistentVolumeClaim", updated)
+
+    async def _replace_or_refresh(self, kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+        """PUT at the decision's resourceVersion; on a 409 take the server's current copy
+        into the cache (the watch may lag, or the cache may be stale), so the retry
+        decides on fresh data, then fail this cycle."""
+        try:
+            return await self.client.replace(kind, raw)
+        except Conflict:
+            meta = raw.get("metadata") or {}
+            current = await self.client.get(kind, meta.get("name", ""), meta.get("namespace"))
+            current.setdefault("kind", kind)
+            self.ingest.upsert(kind, current)
+            raise
 
     async def _create_replicas(self, intent: Intent, done: dict[str, list[str]]) -> None:
         for replica in intent.replicas:

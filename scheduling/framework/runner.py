@@ -164,13 +164,13 @@ class Scheduler:
             absent = f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(plugins))}]"
             nodes = [info for info in all_nodes if info.name in names]
             decision.failed_plugins.update(plugins)
-            for info in all_nodes:
-                if info.name not in names:
-                    decision.filtered[info.name] = [absent]
-                    decision.rejected_by[info.name] = self.profile.predicate_name(
-                        sorted(plugins)[0]
-                    )
-                    decision.rejected_plugin[info.name] = sorted(plugins)[0]
+            # Every other node gets the same reason: computed once, not per node.
+            plugin = sorted(plugins)[0]
+            policy_name = self.profile.predicate_name(plugin)
+            excluded = [info.name for info in all_nodes if info.name not in names]
+            decision.filtered.update(zip(excluded, ([absent] for _ in excluded), strict=True))
+            decision.rejected_by.update(dict.fromkeys(excluded, policy_name))
+            decision.rejected_plugin.update(dict.fromkeys(excluded, plugin))
 
         started = clock()
         feasible = self._find_feasible(state, pod, nodes, decision, every=only is not None)

@@ -1,0 +1,157 @@
+"""Warm restart against cold start: how soon a daemon process is ready.
+
+The emulator holds the scenario's objects.  A *cold* start is a daemon process with an
+empty database: it lists every kind from the API server before it is ready.  A *warm*
+start is the same process pointed at the database a previous run left behind (the run
+is stopped with SIGTERM, which drains and flushes): it is ready once both cache layers
+are loaded from disk, before its first watch event.  Both are timed from process start
+(``fork``/``exec``) to the first ``/readyz`` answering 200, polled every 10 ms.
+
+Also reported: the interpreter-plus-imports floor (``python -c 'import daemon.cli,
+daemon.app'``), which both starts pay, and the daemon's own log line giving the load
+from disk, so the ratio can be read with and without the fixed start-up cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.e2e import (
+    ROOT,
+    DaemonProcess,
+    Profiler,
+    start_emulator,
+    wait_for_settled_database,
+)
+from bench.scenario import Scenario, generate, object_counts
+from emulator import ControllerSettings
+
+LOADED = re.compile(r"database .*: (\d+) objects loaded in ([0-9.]+)s \((warm|cold) start\)")
+
+
+def import_floor_seconds(repeats: int) -> float:
+    """Median wall time of a bare interpreter importing the daemon."""
+    times = []
+    for _ in range(repeats):
+        started = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-c", "import daemon.cli, daemon.app"], cwd=ROOT, check=True
+        )
+        times.append(time.monotonic() - started)
+    return statistics.median(times)
+
+
+def _remove_database(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _disk_load(log_path: Path) -> dict[str, Any]:
+    match = LOADED.search(log_path.read_text(errors="replace"))
+    if match is None:
+        return {}
+    return {"objects": int(match[1]), "seconds": float(match[2]), "start": match[3]}
+
+
+async def _one_start(
+    workdir: Path, database: Path, url: str, settle: bool, profile: Path | None = None
+) -> dict[str, Any]:
+    daemon = DaemonProcess(workdir, database, url)
+    await daemon.start()
+    profiler = Profiler(daemon.pid, profile) if profile is not None else None
+    try:
+        if profiler is not None:
+            await profiler.start()
+        ready = await daemon.wait_ready(timeout=600)
+        summary = await profiler.stop() if profiler is not None else None
+        if settle:
+            # The next warm start needs everything on disk: let the write-behind finish.
+            await wait_for_settled_database(daemon)
+        rss = daemon.peak_rss_mb()
+    finally:
+        code = await daemon.stop()
+    result = {
+        "ready_seconds": round(ready, 3),
+        "exit_code": code,
+        "peak_rss_mb": rss,
+        "load_from_disk": _disk_load(daemon.log_path),
+    }
+    if summary is not None:
+        result["profile"] = summary
+    return result
+
+
+async def run_restart(
+    scenario: Scenario, repeats: int, workdir: Path, profile: bool = False
+) -> dict[str, Any]:
+    objects = list(generate(scenario))
+    server, load_seconds = await start_emulator(scenario, ControllerSettings.none(), objects)
+    cold: list[dict[str, Any]] = []
+    warm: list[dict[str, Any]] = []
+    database = workdir / "restart.db"
+    try:
+        for _ in range(repeats):
+            _remove_database(database)
+            cold.append(await _one_start(workdir, database, server.url, settle=True))
+            warm.append(await _one_start(workdir, database, server.url, settle=False))
+        profiles = {}
+        if profile:
+            # Separate runs: a profiler slows what it watches.
+            for kind in ("warm", "cold"):
+                if kind == "cold":
+                    _remove_database(database)
+                run = await _one_start(
+                    workdir, database, server.url, False, workdir / f"profile-{kind}-start.txt"
+                )
+                profiles[kind] = run.get("profile", {})
+    finally:
+        await server.stop()
+    floor = import_floor_seconds(max(3, repeats))
+    cold_median = statistics.median(run["ready_seconds"] for run in cold)
+    warm_median = statistics.median(run["ready_seconds"] for run in warm)
+    database_mb = round(database.stat().st_size / 1e6, 1) if database.exists() else None
+    return {
+        "scenario": {"nodes": scenario.nodes, "pvs_per_node": scenario.pvs_per_node},
+        "objects": len(objects),
+        "object_kinds": object_counts(objects),
+        "emulator_load_seconds": round(load_seconds, 2),
+        "database_mb": database_mb,
+        "repeats": repeats,
+        "cold": cold,
+        "warm": warm,
+        "cold_ready_seconds": round(cold_median, 3),
+        "warm_ready_seconds": round(warm_median, 3),
+        "speedup": round(cold_median / warm_median, 2),
+        "import_floor_seconds": round(floor, 3),
+        "profiles": profiles,
+        "speedup_after_imports": (
+            round((cold_median - floor) / (warm_median - floor), 2)
+            if warm_median > floor and cold_median > floor
+            else None
+        ),
+    }
+
+
+def main() -> None:
+    import json
+    import tempfile
+
+    nodes = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    scenario = Scenario(
+        nodes=nodes, shape="wffc", pvs_per_node=8, initial_pods=nodes, measured_pods=0
+    )
+    with tempfile.TemporaryDirectory() as directory:
+        result = asyncio.run(run_restart(scenario, 1, Path(directory)))
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,469 @@
+"""Named benchmark workloads, each at a ``quick`` size (CI smoke, seconds) and a full size
+(the published figures, minutes).
+
+Every workload returns ``results`` (its own shape, documented by its function),
+``targets`` (each a target of the issue with the measured figure and whether it is
+met; ``None`` at the quick size, which proves nothing) and writes its PNG plots.
+``bench.__main__`` wraps them with the machine description and writes the JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bench import plots
+from bench.e2e import ROOT, E2eOptions, run_e2e
+from bench.memory import daemon_memory
+from bench.memory import measure as memory_measure
+from bench.restart import run_restart
+from bench.scenario import Scenario
+
+# Upstream's gates: kube-scheduler's scheduler_perf, test/integration/scheduler_perf/
+# volumes/performance-config.yaml (``threshold``, SchedulingThroughput average, pods/s).
+UPSTREAM_IN_TREE_PVS = "SchedulingInTreePVs/5000Nodes_2000Pods: 290 pods/s"
+UPSTREAM_CSI_PVS = (
+    "none for WaitForFirstConsumer; closest: SchedulingCSIPVs/5000Nodes_5000Pods 100 pods/s"
+)
+
+
+@dataclass
+class Context:
+    quick: bool
+    out: Path
+    workdir: Path
+    e2e: E2eOptions = field(default_factory=E2eOptions)
+    profile: bool = False
+    note: str = ""  # machine summary printed on every plot
+    log: Callable[[str], None] = print
+
+    def plot_path(self, workload: str, what: str) -> Path:
+        return self.out / f"{workload}-{what}.png"
+
+
+Outcome = tuple[dict[str, Any], list[dict[str, Any]], list[Path | None]]
+
+
+def target(
+    name: str,
+    wanted: str,
+    measured: Any,
+    unit: str,
+    met: bool | None,
+    quick: bool,
+    upstream: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "target": wanted,
+        "measured": measured,
+        "unit": unit,
+        "met": None if quick else met,
+        "upstream": upstream,
+    }
+
+
+# -- engine mode -------------------------------------------------------------------------
+
+
+def _engine(scenario: Scenario) -> dict[str, Any]:
+    from bench.engine_decisions import measure
+
+    result = measure(scenario)
+    mean = result["ms_per_pod"]["mean"]
+    result["pods_per_second"] = round(1000 / mean, 1) if mean else None
+    return result
+
+
+def engine_prebound(ctx: Context) -> Outcome:
+    """Engine decisions for pre-bound PVs (scheduler_perf's SchedulingInTreePVs shape)
+    over a node series; ``results.series`` holds engine_decisions' figures per size."""
+    sizes = [50, 100] if ctx.quick else [500, 1000, 2000, 5000]
+    initial, measured = (50, 100) if ctx.quick else (1000, 2000)
+    series = []
+    for nodes in sizes:
+        ctx.log(f"engine-prebound: {nodes} nodes")
+        scenario = Scenario(
+            nodes=nodes, shape="prebound", initial_pods=initial, measured_pods=measured
+        )
+        series.append(_engine(scenario))
+    lines = [
+        (p, [r["nodes"] for r in series], [r["ms_per_pod"][p] for r in series])
+        for p in ("p50", "p90", "p99")
+    ]
+    png = plots.latency_vs_size(
+        lines,
+        ctx.plot_path("engine-prebound", "latency"),
+        "Engine: per-pod decision time, pre-bound PVs",
+        "nodes",
+        note=ctx.note,
+    )
+    return {"series": series}, [], [png]
+
+
+def engine_wffc_scaling(ctx: Context) -> Outcome:
+    """The scaling series: nodes 500 → 5,000 at 10 WaitForFirstConsumer PVs per node
+    (PVs 5,000 → 50,000), and PVs 5,000 → 50,000 at 5,000 nodes."""
+    if ctx.quick:
+        by_nodes, fixed_nodes, per_node, measured = [50, 100], 100, [1, 10], 50
+    else:
+        by_nodes, fixed_nodes, per_node, measured = (
+            [500, 1000, 2000, 5000],
+            5000,
+            [1, 2, 5, 10],
+            1000,
+        )
+    done: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def point(nodes: int, pvs_per_node: int) -> dict[str, Any]:
+        if (nodes, pvs_per_node) not in done:
+            ctx.log(f"engine-wffc-scaling: {nodes} nodes, {nodes * pvs_per_node} PVs")
+            scenario = Scenario(
+                nodes=nodes, shape="wffc", pvs_per_node=pvs_per_node, measured_pods=measured
+            )
+            done[nodes, pvs_per_node] = _engine(scenario)
+        return done[nodes, pvs_per_node]
+
+    nodes_series = [point(n, 10) for n in by_nodes]
+    pvs_series = [point(fixed_nodes, k) for k in per_node]
+    low, high = pvs_series[0], pvs_series[-1]
+    ratio = round(high["ms_per_pod"]["mean"] / low["ms_per_pod"]["mean"], 2)
+    p50_ratio = round(high["ms_per_pod"]["p50"] / low["ms_per_pod"]["p50"], 2)
+
+    def lines(series: list[dict[str, Any]], x: str) -> list[plots.Series]:
+        return [
+            (p, [r[x] for r in series], [r["ms_per_pod"][p] for r in series])
+            for p in ("p50", "p90", "p99")
+        ]
+
+    png = plots.panels(
+        [
+            ("10 local PVs per node (PVs grow with nodes)", "nodes", lines(nodes_series, "nodes")),
+            (f"{fixed_nodes} nodes", "PersistentVolumes", lines(pvs_series, "pvs")),
+        ],
+        ctx.plot_path("engine-wffc-scaling", "latency"),
+        "Engine: per-pod decision time, WaitForFirstConsumer local PVs",
+        "ms per pod",
+        note=ctx.note,
+    )
+    results = {
+        "by_nodes": nodes_series,
+        "by_pvs": pvs_series,
+        "cost_ratio_mean": ratio,
+        "cost_ratio_p50": p50_ratio,
+    }
+    targets = [
+        target(
+            f"engine per-pod cost at {high['pvs']} PVs vs {low['pvs']} PVs ({fixed_nodes} nodes)",
+            "≤ 1.5×",
+            ratio,
+            "× (mean)",
+            ratio <= 1.5,
+            ctx.quick,
+        )
+    ]
+    return results, targets, [png]
+
+
+# -- end to end ------------------------------------------------------------------------
+
+
+def _e2e(ctx: Context, scenario: Scenario) -> dict[str, Any]:
+    pvs = f"{scenario.pvs} local PVs, " if scenario.pvs else ""
+    ctx.log(
+        f"e2e: {scenario.shape}, {scenario.nodes} nodes, {pvs}"
+        f"{scenario.measured_pods} pods ({ctx.e2e.mode})"
+    )
+    options = replace(ctx.e2e, profile=ctx.profile)
+    result = asyncio.run(run_e2e(scenario, options, ctx.workdir))
+    ctx.log(
+        f"  {result['scheduled_pods']}/{result['measured_pods']} bound, "
+        f"{result['pods_per_second']} pods/s"
+    )
+    return result
+
+
+def _throughput_plot(
+    ctx: Context, name: str, runs: list[tuple[str, dict[str, Any]]], title: str, goal: float | None
+) -> Path | None:
+    series = [
+        (
+            label,
+            [t for t, _ in run["bound_per_second_timeline"]],
+            [r for _, r in run["bound_per_second_timeline"]],
+        )
+        for label, run in runs
+    ]
+    return plots.throughput_over_time(
+        series, ctx.plot_path(name, "throughput"), title, f"{ctx.note}, daemon {ctx.e2e.mode}", goal
+    )
+
+
+def e2e_prebound(ctx: Context) -> Outcome:
+    """End to end, pre-bound PVs: scheduler_perf's SchedulingInTreePVs/5000Nodes_2000Pods
+    (1,000 running pods with their bound claims, 2,000 measured)."""
+    scenario = (
+        Scenario(nodes=100, shape="prebound", initial_pods=50, measured_pods=100)
+        if ctx.quick
+        else Scenario(nodes=5000, shape="prebound", initial_pods=1000, measured_pods=2000)
+    )
+    run = _e2e(ctx, scenario)
+    average = run["pods_per_second"]
+    png = _throughput_plot(
+        ctx,
+        "e2e-prebound",
+        [(f"{scenario.nodes} nodes, pre-bound PVs", run)],
+        "End to end: pods bound per second, pre-bound PVs",
+        300.0,
+    )
+    targets = [
+        target(
+            f"end-to-end throughput, {scenario.nodes} nodes, pre-bound PVs",
+            "≥ 300 pods/s",
+            average,
+            "pods/s (average)",
+            average >= 300,
+            ctx.quick,
+            UPSTREAM_IN_TREE_PVS,
+        )
+    ]
+    return {"run": run}, targets, [png]
+
+
+def e2e_wffc(ctx: Context) -> Outcome:
+    """End to end, WaitForFirstConsumer local PVs at 5,000 nodes: 5,000 PVs and 50,000
+    PVs (1 and 10 per node), the claims bound through the PV controller's binding step."""
+    nodes, initial, measured = (100, 20, 50) if ctx.quick else (5000, 1000, 2000)
+    runs = []
+    for per_node in (1, 10):
+        scenario = Scenario(
+            nodes=nodes,
+            shape="wffc",
+            pvs_per_node=per_node,
+            initial_pods=initial,
+            measured_pods=measured,
+        )
+        runs.append((f"{nodes} nodes, {scenario.pvs} PVs", _e2e(ctx, scenario)))
+    low, high = runs[0][1], runs[1][1]
+    average = high["pods_per_second"]
+    ratio = (
+        round(high["ms_per_pod"] / low["ms_per_pod"], 2)
+        if high["ms_per_pod"] and low["ms_per_pod"]
+        else None
+    )
+    png = _throughput_plot(
+        ctx,
+        "e2e-wffc",
+        runs,
+        "End to end: pods bound per second, WaitForFirstConsumer local PVs",
+        150.0,
+    )
+    targets = [
+        target(
+            f"end-to-end throughput, {nodes} nodes, {high['pvs']} WFC local PVs",
+            "≥ 150 pods/s",
+            average,
+            "pods/s (average)",
+            average >= 150,
+            ctx.quick,
+            UPSTREAM_CSI_PVS,
+        ),
+        target(
+            f"end-to-end per-pod cost at {high['pvs']} PVs vs {low['pvs']} PVs",
+            "≤ 1.5×",
+            ratio,
+            "×",
+            ratio is not None and ratio <= 1.5,
+            ctx.quick,
+        ),
+    ]
+    return {"runs": [run for _, run in runs], "cost_ratio": ratio}, targets, [png]
+
+
+def e2e_replicated(ctx: Context) -> Outcome:
+    """End to end, replicated volumes: half the pods provision a new 3-replica volume
+    (replicas placed by volsched), half use an existing one (pod locality decides)."""
+    scenario = (
+        Scenario(nodes=30, shape="replicated", measured_pods=30)
+        if ctx.quick
+        else Scenario(nodes=1000, shape="replicated", measured_pods=1000)
+    )
+    run = _e2e(ctx, scenario)
+    png = _throughput_plot(
+        ctx,
+        "e2e-replicated",
+        [(f"{scenario.nodes} nodes × 4 disks", run)],
+        "End to end: pods bound per second, replicated volumes",
+        None,
+    )
+    return {"run": run}, [], [png]
+
+
+# -- replicas, restart, memory ---------------------------------------------------------
+
+
+def replicas(ctx: Context) -> Outcome:
+    """Replica placement time per replica (bench/replica_placement.py) over a node series
+    at 4 disks per node."""
+    sizes, volumes = ([50, 100], 100) if ctx.quick else ([250, 500, 1000], 3000)
+    series = []
+    for nodes in sizes:
+        ctx.log(f"replicas: {nodes} nodes × 4 disks, {volumes} volumes")
+        completed = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "bench" / "replica_placement.py"),
+                "--nodes",
+                str(nodes),
+                "--disks",
+                "4",
+                "--volumes",
+                str(volumes),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        series.append(json.loads(completed.stdout))
+    xs = [r["cluster"]["nodes"] for r in series]
+    png = plots.latency_vs_size(
+        [(p, xs, [r["ms_per_replica"][p] for r in series]) for p in ("mean", "p50", "p99")],
+        ctx.plot_path("replicas", "latency"),
+        "Replica placement: time per replica (4 disks per node)",
+        "nodes",
+        "ms per replica",
+        note=ctx.note,
+    )
+    last = series[-1]
+    mean = last["ms_per_replica"]["mean"]
+    targets = [
+        target(
+            f"replica placement, {last['cluster']['nodes']} nodes × 4 disks",
+            "≤ 2 ms per replica",
+            mean,
+            "ms (mean)",
+            mean <= 2.0,
+            ctx.quick,
+        )
+    ]
+    return {"series": series}, targets, [png]
+
+
+def warm_restart(ctx: Context) -> Outcome:
+    """Process start to ready: warm (database of the scenario's objects) vs cold (relist)."""
+    nodes, repeats = (50, 1) if ctx.quick else (5000, 3)
+    scenario = Scenario(
+        nodes=nodes, shape="wffc", pvs_per_node=8, initial_pods=nodes, measured_pods=0
+    )
+    ctx.log(f"warm-restart: {nodes} nodes, {repeats} repeat(s)")
+    result = asyncio.run(run_restart(scenario, repeats, ctx.workdir, ctx.profile))
+    png = plots.bars(
+        ["cold (relist)", "warm (database)", "imports only"],
+        [
+            result["cold_ready_seconds"],
+            result["warm_ready_seconds"],
+            result["import_floor_seconds"],
+        ],
+        ctx.plot_path("warm-restart", "ready"),
+        f"Process start to /readyz 200, {result['objects']} objects",
+        "seconds",
+        note=ctx.note,
+    )
+    targets = [
+        target(
+            f"warm restart vs cold relist, {result['objects']} objects",
+            "≥ 10× sooner",
+            result["speedup"],
+            "× (cold / warm)",
+            result["speedup"] >= 10,
+            ctx.quick,
+        )
+    ]
+    return result, targets, [png]
+
+
+def memory(ctx: Context) -> Outcome:
+    """Peak RSS of the engine (fresh process per size) and of the daemon process."""
+    if ctx.quick:
+        sizes, daemon_size = [(50, 500), (100, 1000)], (50, 500)
+    else:
+        sizes = [(500, 5000), (1000, 10_000), (2500, 25_000), (5000, 50_000)]
+        daemon_size = (5000, 50_000)
+    engine = []
+    for nodes, pods in sizes:
+        ctx.log(f"memory: engine, {nodes} nodes / {pods} pods / {nodes * 10} PVs")
+        engine.append(
+            memory_measure(
+                Scenario(
+                    nodes=nodes, shape="wffc", pvs_per_node=10, initial_pods=pods, measured_pods=500
+                )
+            )
+        )
+    nodes, pods = daemon_size
+    ctx.log(f"memory: daemon, {nodes} nodes / {pods} pods / {nodes * 10} PVs")
+    daemon = asyncio.run(
+        daemon_memory(
+            Scenario(
+                nodes=nodes, shape="wffc", pvs_per_node=10, initial_pods=pods, measured_pods=0
+            ),
+            ctx.workdir,
+        )
+    )
+    xs = [r["nodes"] for r in engine]
+    png = plots.latency_vs_size(
+        [
+            ("engine peak RSS", xs, [r["peak_rss_mb"] for r in engine]),
+            ("engine after load", xs, [r["rss_after_load_mb"] for r in engine]),
+            ("daemon process peak RSS", [daemon["nodes"]], [daemon["peak_rss_mb"]]),
+        ],
+        ctx.plot_path("memory", "rss"),
+        "Peak RSS (10 pods and 10 PVs per node)",
+        "nodes",
+        "MB",
+        note=ctx.note,
+    )
+    last = engine[-1]
+    targets = [
+        target(
+            f"engine peak RSS, {last['nodes']} nodes / {last['pods']} pods / {last['pvs']} PVs",
+            "≤ 600 MB",
+            last["peak_rss_mb"],
+            "MB",
+            last["peak_rss_mb"] <= 600,
+            ctx.quick,
+        ),
+        target(
+            f"daemon process peak RSS, {daemon['nodes']} nodes / {daemon['pods']} pods / "
+            f"{daemon['pvs']} PVs (not the issue's figure; for comparison)",
+            "≤ 600 MB",
+            daemon["peak_rss_mb"],
+            "MB",
+            daemon["peak_rss_mb"] is not None and daemon["peak_rss_mb"] <= 600,
+            ctx.quick,
+        ),
+    ]
+    return {"engine": engine, "daemon": daemon}, targets, [png]
+
+
+WORKLOADS: dict[str, Callable[[Context], Outcome]] = {
+    "engine-prebound": engine_prebound,
+    "engine-wffc-scaling": engine_wffc_scaling,
+    "e2e-prebound": e2e_prebound,
+    "e2e-wffc": e2e_wffc,
+    "e2e-replicated": e2e_replicated,
+    "replicas": replicas,
+    "warm-restart": warm_restart,
+    "memory": memory,
+}
+
+
+def describe(name: str) -> str:
+    doc = WORKLOADS[name].__doc__ or ""
+    return " ".join(doc.split())
