@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from cache.objects.fields import Fields, Raw
-from cache.objects.meta import ObjectMeta, parse_meta
+from cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
 from cache.objects.selectors import (
     NodeSelector,
     NodeSelectorTerm,
@@ -103,7 +103,7 @@ class PodVolume:
 
 
 @dataclass(frozen=True, slots=True)
-class Pod:
+class Pod(NamespacedView):
     meta: ObjectMeta
     scheduler_name: str = "default-scheduler"
     node_name: str = ""
@@ -119,18 +119,6 @@ class Pod:
     required_affinity: NodeSelector | None = None
     preferred_affinity: tuple[PreferredTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return self.meta.key
 
     @property
     def labels(self) -> dict[str, str]:

@@ -84,3 +84,22 @@ def parse_meta(raw: object, kind: str, namespaced: bool) -> ObjectMeta:
         deletion_timestamp=meta.timestamp("deletionTimestamp"),
         owner_references=owners,
     )
+
+
+class NamespacedView:
+    """Name, namespace and key of a namespaced view, read through its metadata."""
+
+    __slots__ = ()
+    meta: ObjectMeta
+
+    @property
+    def name(self) -> str:
+        return self.meta.name
+
+    @property
+    def namespace(self) -> str:
+        return self.meta.namespace
+
+    @property
+    def key(self) -> str:
+        return self.meta.key

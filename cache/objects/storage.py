@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cache.objects.fields import Fields, Raw
-from cache.objects.meta import ObjectMeta, parse_meta
+from cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
 from cache.objects.selectors import (
     LabelSelector,
     NodeSelector,
@@ -67,7 +67,7 @@ class PersistentVolume:
 
 
 @dataclass(frozen=True, slots=True)
-class PersistentVolumeClaim:
+class PersistentVolumeClaim(NamespacedView):
     meta: ObjectMeta
     storage_class: str | None = None
     volume_name: str = ""
@@ -76,18 +76,6 @@ class PersistentVolumeClaim:
     access_modes: frozenset[str] = frozenset()
     selector: LabelSelector | None = None
     volume_mode: str = "Filesystem"
-
-    @property
-    def name(self) -> str:
-        return self.meta.name
-
-    @property
-    def namespace(self) -> str:
-        return self.meta.namespace
-
-    @property
-    def key(self) -> str:
-        return self.meta.key
 
     @property
     def class_name(self) -> str:
