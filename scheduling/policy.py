@@ -17,20 +17,6 @@ from cache.errors import ConfigError
 PREDICATE_ALIASES = {"PodFitsPorts": "PodFitsHostPorts"}
 PRIORITY_ALIASES = {"ServiceSpreadingPriority": "SelectorSpreadPriority"}
 
-PREDICATES = (
-    "PodFitsHostPorts",
-    "PodFitsResources",
-    "NoDiskConflict",
-    "MatchNodeSelector",
-    "HostName",
-    "CheckNodeUnschedulable",
-    "PodToleratesNodeTaints",
-    "CheckVolumeBinding",
-    "NoVolumeZoneConflict",
-    "MaxCSIVolumeCountPred",
-    "StorageNodeReady",
-    "CheckVolumeLocality",
-)
 PRIORITIES = (
     "LeastRequestedPriority",
     "BalancedResourceAllocation",
@@ -57,6 +43,8 @@ DEFAULT_PREDICATES = (
     "MaxCSIVolumeCountPred",
 )
 STORAGE_PREDICATES = ("StorageNodeReady", "CheckVolumeLocality")
+# Every built-in predicate: the default ones in their default order, then the storage ones.
+PREDICATES = DEFAULT_PREDICATES + STORAGE_PREDICATES
 DEFAULT_PRIORITIES = (
     ("LeastRequestedPriority", 1),
     ("BalancedResourceAllocation", 1),
