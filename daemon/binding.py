@@ -82,6 +82,12 @@ class Intent:
     provisions: list[dict[str, Any]] = field(default_factory=list)
     replicas: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def writes_volumes(self) -> bool:
+        return bool(
+            any(p.get("write", True) for p in self.prebinds) or self.provisions or self.replicas
+        )
+
     def as_json(self) -> dict[str, Any]:
         return {
             "pod": self.pod,
@@ -197,7 +203,13 @@ class Binder:
     async def _bind(self, decision: Decision) -> bool:
         intent = intent_for(decision)
         pod = decision.pod
-        entry = await self.journal.journal_open(intent.pod, intent.node, intent.as_json())
+        # Only volume writes can outlive a crash half done; a pod whose volumes need no
+        # write is bound by one atomic POST, and needs no (fsync'd) journal entry.
+        entry = (
+            await self.journal.journal_open(intent.pod, intent.node, intent.as_json())
+            if intent.writes_volumes
+            else None
+        )
         namespace, name = intent.pod.split("/", 1)
         # Layer 2 on disk: what this cycle assumed, until the journal entry closes.
         self.journal.put_assumed(
@@ -214,7 +226,6 @@ class Binder:
             await self._annotate(intent, done)
             await self._create_replicas(intent, done)
             if intent.prebinds or intent.provisions:
-                await self.journal.journal_update(entry, state="waiting")
                 await self._wait_bound(intent)
             await self._bind_pod(intent)
         except asyncio.CancelledError:
@@ -242,7 +253,9 @@ class Binder:
         await self.reporter.scheduled(pod, intent.node)
         return True
 
-    async def _give_up(self, entry: int, intent: Intent, done: Mapping[str, list[str]]) -> None:
+    async def _give_up(
+        self, entry: int | None, intent: Intent, done: Mapping[str, list[str]]
+    ) -> None:
         """Undo the cycle's writes; close its journal entry only if that fully worked,
         so recovery retries whatever could not be undone now."""
         undone = await self.undo(intent, done)
@@ -258,8 +271,9 @@ class Binder:
         except StoreError as exc:
             log.warning("binding %s: journal not closed: %s", intent.pod, exc)
 
-    async def _close(self, entry: int, intent: Intent) -> None:
-        await self.journal.journal_close(entry)
+    async def _close(self, entry: int | None, intent: Intent) -> None:
+        if entry is not None:
+            await self.journal.journal_close(entry)
         forget_assumed(self.journal, intent)
 
     # -- steps -----------------------------------------------------------------------
