@@ -257,9 +257,14 @@ class Store:
             raise StoreError(f"{self.path}: no open journal entry {entry_id}")
 
     async def journal_close(self, entry_id: int) -> None:
-        """The cycle is over (bound or rolled back). Closing twice is harmless."""
+        """The cycle is over (bound or rolled back). Closing twice is harmless.
+
+        Committed without an fsync (the cache engine's synchronous=NORMAL): a close lost
+        in a power cut leaves an intent whose pod is bound or whose writes were undone,
+        which recovery finds already resolved. Only opening must be durable.
+        """
         self._check_open()
-        async with self._journal_write("closing a journal entry") as connection:
+        async with self._journal_write("closing a journal entry", durable=False) as connection:
             found = await journal_sql.delete_entry(connection, entry_id)
         if found:
             self._journal_depth -= 1
@@ -276,10 +281,13 @@ class Store:
         return entries
 
     @contextlib.asynccontextmanager
-    async def _journal_write(self, doing: str) -> AsyncIterator[AsyncConnection]:
+    async def _journal_write(
+        self, doing: str, durable: bool = True
+    ) -> AsyncIterator[AsyncConnection]:
+        engine = self._journal_engine if durable else self._engine
         async with self._write_lock:
             try:
-                async with self._journal_engine.begin() as connection:
+                async with engine.begin() as connection:
                     yield connection
             except SQLAlchemyError as error:
                 raise _store_error(self.path, doing, error) from None
