@@ -95,7 +95,7 @@ async def server_delete(cluster: Cluster, name: str) -> None:
 
 @pytest.mark.parametrize(
     "controllers",
-    [ControllerSettings(pv_bind_delay_seconds=6.0, provision_delay_seconds=0.05)],
+    [ControllerSettings(pv_bind_delay_seconds=8.0, provision_delay_seconds=0.05)],
 )
 async def test_killed_between_prebind_and_binding_rolls_back_then_places(
     cluster: Cluster, controllers: ControllerSettings
@@ -113,7 +113,7 @@ async def test_killed_between_prebind_and_binding_rolls_back_then_places(
     daemon = await cluster.start_daemon()
     assert daemon.recovered is not None
     assert (daemon.recovered.released, daemon.recovered.kept) == (1, 0)
-    await eventually(lambda: cluster.node_of("p") == "node-1", timeout=20, what="pod placed")
+    await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
     volume = server.get("PersistentVolume", "pv-1")
     assert volume is not None and volume["status"]["phase"] == "Bound"
     assert daemon.journal_depth() == 0
@@ -202,7 +202,7 @@ async def test_sigterm_stops_cleanly(cluster: Cluster, controllers: ControllerSe
     cluster.server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1"), pod("p", ("c1",))])
     process = await cluster.subprocess_daemon()
     try:
-        await eventually(lambda: cluster.node_of("p") == "node-1", timeout=20, what="pod placed")
+        await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
         process.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(process.wait(), timeout=15)
     finally:
