@@ -67,9 +67,12 @@ class ReplicaContext:
         self.scheduled = ScheduledSpace()
         self._view: ReplicaCluster | None = None
         self._view_generation = -1
+        # Bytes promised to disks by placements, until the storage agent counts them.
+        self._promises: dict[tuple[str, str, str], int] = {}
 
     def view(self) -> ReplicaCluster:
         if self._view is None or self._view_generation != self.cluster.storage_generation:
+            self.settle()
             cluster = self.cluster
             self._view = ReplicaCluster(
                 cluster.objects("Node"),
@@ -79,12 +82,54 @@ class ReplicaContext:
             self._view_generation = cluster.storage_generation
         return self._view
 
-    def commit(self, placement: VolumePlacement, synced: bool) -> list[AssumedReplica]:
+    def commit(self, placement: VolumePlacement, synced: bool, size: int) -> list[AssumedReplica]:
+        """Assume the placement (pods decided next see it) and remember the bytes it
+        promised, which ``self.scheduled`` already holds."""
         assumed = [
             AssumedReplica(placement.volume, p.node, p.disk, synced) for p in placement.placed
         ]
         self.cluster.assume_replicas(assumed)
+        for p in placement.placed:
+            key = (placement.volume, p.node, p.disk)
+            self._promises[key] = self._promises.get(key, 0) + size
         return assumed
+
+    def release(self, placement: VolumePlacement, assumed: list[AssumedReplica]) -> None:
+        """Take back a placement that will not happen (its pod was not bound)."""
+        for p in placement.placed:
+            size = self._promises.pop((placement.volume, p.node, p.disk), 0)
+            if size:
+                self.scheduled.add(p.node, p.disk, -size)
+        self.cluster.forget_replicas(assumed)
+
+    def settle(self) -> int:
+        """Hand back the promises the storage agent now counts itself.
+
+        A promise is settled once its Replica object exists and the StorageNode's status
+        was written after it (resource versions are one global sequence): from then on
+        the disk's ``storageScheduled`` includes it, and keeping the promise would count
+        the replica twice. Returns how many promises were settled.
+        """
+        settled = 0
+        storage_nodes = self.cluster.custom.get("StorageNode", {})
+        for key in list(self._promises):
+            volume, node, disk = key
+            storage = storage_nodes.get(node)
+            if storage is None:
+                continue
+            for replica in self.cluster.replicas_by_volume.get(volume, {}).values():
+                if (
+                    replica.node_id == node
+                    and replica.disk_id == disk
+                    and storage.meta.resource_version > replica.meta.resource_version
+                ):
+                    self.scheduled.add(node, disk, -self._promises.pop(key))
+                    held = self.cluster.assumed_replicas.get(volume)
+                    if held:
+                        held[:] = [a for a in held if (a.node, a.disk) != (node, disk)]
+                    settled += 1
+                    break
+        return settled
 
     def place_volumes(self) -> list[dict[str, Any]]:
         """Place the missing replicas of every existing Volume, in name order."""
@@ -97,7 +142,7 @@ class ReplicaContext:
             if placement is None:
                 continue
             # schedule_volume has already counted the bytes in self.scheduled.
-            self.commit(placement, synced=volume.actual_size == 0)
+            self.commit(placement, synced=volume.actual_size == 0, size=volume.size)
             results.append(placement_json(placement))
         return results
 
@@ -223,7 +268,7 @@ class ReplicatedProvisioner:
         self._committed[plan.placement.volume] = plan
         for p in plan.placement.placed:
             self.context.scheduled.add(p.node, p.disk, plan.size)
-        self._held[id(plan)] = self.context.commit(plan.placement, synced=True)
+        self._held[id(plan)] = self.context.commit(plan.placement, synced=True, size=plan.size)
 
     def release(self, plan: object) -> None:
         assert isinstance(plan, ReplicaPlan)
@@ -232,6 +277,4 @@ class ReplicatedProvisioner:
             return
         if self._committed.get(plan.placement.volume) is plan:
             del self._committed[plan.placement.volume]
-        for p in plan.placement.placed:
-            self.context.scheduled.add(p.node, p.disk, -plan.size)
-        self.context.cluster.forget_replicas(held)
+        self.context.release(plan.placement, held)

@@ -65,7 +65,7 @@ async def test_pods_with_bound_wffc_and_provisioned_claims_are_placed(cluster: C
         and scheduled[0]["message"] == "Successfully assigned default/uses-local to node-2"
     )
     assert scheduled[0]["type"] == "Normal"
-    assert daemon.journal_depth() == 0
+    await eventually(lambda: daemon.journal_depth() == 0, what="journal entries closed")
 
 
 async def test_a_409_on_the_pv_prebind_rolls_back_and_the_retry_places_the_pod(

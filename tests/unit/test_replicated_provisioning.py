@@ -519,3 +519,40 @@ def test_provisioned_volumes_follow_their_pod_in_decision_order() -> None:
         assert entry["placed"] == [{"node": node_name, "disk": "d1"}]
         (claim_entry,) = outcome.volumes.values()
         assert claim_entry == {"provision": True, "replicas": entry["placed"]}
+
+
+def test_promised_space_is_handed_back_once_the_storage_agent_counts_it() -> None:
+    """A long-running scheduler must not count a replica twice: once as its own
+    promise, once in the disk's storageScheduled reported by the storage agent."""
+    import dataclasses
+
+    from cache.cluster import ClusterCache
+    from scheduling.replicas import DiskPlacement, ReplicaSchedulingSettings, VolumePlacement
+    from scheduling.storage_placement import ReplicaContext
+    from tests.support import parse
+
+    cache = ClusterCache()
+    for raw in host("n1", "zone-a"):
+        cache.upsert(raw["kind"], parse(raw))
+    context = ReplicaContext(cache, ReplicaSchedulingSettings(), clock=lambda: 0.0)
+    placement = VolumePlacement("vol-a", (DiskPlacement("n1", "d1"),), 0, ())
+    context.scheduled.add("n1", "d1", 5 * GB)
+    context.commit(placement, synced=True, size=5 * GB)
+    storage = cache.custom["StorageNode"]["n1"]
+
+    def bump(obj: Any, version: int) -> Any:
+        return dataclasses.replace(
+            obj, meta=dataclasses.replace(obj.meta, resource_version=version)
+        )
+
+    cache.upsert("StorageNode", bump(storage, 10))
+    created = bump(parse(replica("vol-a-r-1", "vol-a", "n1", "d1")), 20)
+    cache.upsert("Replica", created)
+    assert context.settle() == 0  # the agent has not reported since the replica appeared
+    assert context.scheduled.get("n1", "d1") == 5 * GB
+    cache.upsert("StorageNode", bump(storage, 30))
+    assert context.settle() == 1
+    assert context.scheduled.get("n1", "d1") == 0
+    assert not cache.assumed_replicas.get("vol-a")
+    context.release(placement, [])  # a late release takes back nothing more
+    assert context.scheduled.get("n1", "d1") == 0
