@@ -46,6 +46,7 @@ from daemon.metrics import Metrics
 from daemon.policy_file import load_policy_file
 from daemon.queueing import SchedulingQueue
 from daemon.recovery import RecoveryReport, recover
+from daemon.replica_reconciler import ReplicaReconciler
 from daemon.reporting import Reporter
 from daemon.sd_notify import Notifier
 from daemon.tracing import make_tracer
@@ -301,6 +302,10 @@ class Daemon:
         # Standbys keep their caches warm; only the leader schedules and repairs.
         self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
+        self.reconciler = ReplicaReconciler(
+            self.client, self.cluster, self.ingest, self.replicas, self._leading
+        )
+        self._tasks.append(asyncio.create_task(self.reconciler.run(), name="replica placement"))
         self._elector_task = asyncio.create_task(
             self.elector.run(self._started_leading, self._stopped_leading), name="leader election"
         )

@@ -116,7 +116,7 @@ async def test_killed_between_prebind_and_binding_rolls_back_then_places(
     await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
     volume = server.get("PersistentVolume", "pv-1")
     assert volume is not None and volume["status"]["phase"] == "Bound"
-    assert daemon.journal_depth() == 0
+    await eventually(lambda: daemon.journal_depth() == 0, what="journal entries closed")
 
 
 @pytest.mark.parametrize(

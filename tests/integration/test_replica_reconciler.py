@@ -1,0 +1,104 @@
+"""The leader keeps existing volumes at their replica count: a Replica object waiting
+for a node gets one, and a replica that failed past the replenishment wait is replaced
+in a zone the volume does not use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.integration.conftest import Cluster, eventually
+from tests.integration.objects import node
+
+Raw = dict[str, Any]
+GI = 2**30
+API = "volsched.io/v1alpha1"
+
+
+def storage_node(name: str) -> Raw:
+    return {
+        "apiVersion": API,
+        "kind": "StorageNode",
+        "metadata": {"name": name},
+        "spec": {
+            "allowScheduling": True,
+            "disks": {"d1": {"path": "/mnt/d1", "allowScheduling": True}},
+        },
+        "status": {
+            "ready": True,
+            "disks": {
+                "d1": {
+                    "storageMaximum": 100 * GI,
+                    "storageAvailable": 100 * GI,
+                    "storageScheduled": 0,
+                }
+            },
+        },
+    }
+
+
+def replica(name: str, volume: str, node_name: str = "", **spec: Any) -> Raw:
+    return {
+        "apiVersion": API,
+        "kind": "Replica",
+        "metadata": {"name": name},
+        "spec": {
+            "volumeName": volume,
+            "nodeID": node_name,
+            "diskID": "d1" if node_name else "",
+            **spec,
+        },
+        "status": {"synced": True},
+    }
+
+
+def replicas_of(cluster: Cluster, volume: str) -> list[Raw]:
+    return [r for r in cluster.server.list("Replica") if r["spec"]["volumeName"] == volume]
+
+
+async def test_missing_and_waiting_replicas_are_placed_and_written(cluster: Cluster) -> None:
+    zones = {"n-a": "zone-a", "n-b": "zone-b", "n-c": "zone-c", "n-d": "zone-a"}
+    objects: list[Raw] = []
+    for name, zone in zones.items():
+        objects += [node(name, zone), storage_node(name)]
+    objects += [
+        {
+            "apiVersion": API,
+            "kind": "Volume",
+            "metadata": {"name": "vol-wait"},
+            "spec": {"size": 10 * GI, "numberOfReplicas": 2},
+            "status": {"robustness": "degraded"},
+        },
+        replica("vol-wait-r-1", "vol-wait", "n-a"),
+        replica("vol-wait-r-2", "vol-wait"),
+        {
+            "apiVersion": API,
+            "kind": "Volume",
+            "metadata": {"name": "vol-failed"},
+            "spec": {"size": 10 * GI, "numberOfReplicas": 3},
+            "status": {"robustness": "degraded", "lastDegradedAt": "2020-01-01T00:00:00Z"},
+        },
+        replica("vol-failed-r-1", "vol-failed", "n-a"),
+        replica("vol-failed-r-2", "vol-failed", "n-b"),
+        replica("vol-failed-r-3", "vol-failed", "n-c", failedAt="2020-01-01T00:00:00Z"),
+    ]
+    cluster.server.load(objects)
+    await cluster.start_daemon()
+
+    def waiting_placed() -> bool:
+        waiting = cluster.server.get("Replica", "vol-wait-r-2")
+        return bool(waiting and waiting["spec"]["nodeID"])
+
+    await eventually(waiting_placed, what="the waiting replica placed")
+    waiting = cluster.server.get("Replica", "vol-wait-r-2")
+    assert waiting is not None and waiting["spec"]["nodeID"] in ("n-b", "n-c")
+    await eventually(lambda: len(replicas_of(cluster, "vol-failed")) == 4, what="a new replica")
+    fresh = [
+        r
+        for r in replicas_of(cluster, "vol-failed")
+        if r["metadata"]["name"].startswith("vol-failed-r-")
+        and r["metadata"]["name"] not in {"vol-failed-r-1", "vol-failed-r-2", "vol-failed-r-3"}
+    ]
+    assert len(fresh) == 1
+    # Past the replenishment wait the failed copy no longer holds its node or zone, so
+    # the new replica goes to the zone the volume lacks: zone-c, that is n-c.
+    assert fresh[0]["spec"]["nodeID"] == "n-c"
