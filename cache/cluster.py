@@ -186,7 +186,7 @@ class ClusterCache:
             self._node_order = None
             for pod in self.pods.values():
                 if self._placed_on(pod) == node.meta.name:
-                    info.add_pod(self._effective(pod))
+                    info.add_pod(pod)
         else:
             if info.zone != zone_key(node.meta.labels):
                 self._node_order = None
@@ -203,9 +203,6 @@ class ClusterCache:
         if pod.terminal:
             return ""
         return pod.node_name or self.assumed_pods.get(pod.meta.key, "")
-
-    def _effective(self, pod: Pod) -> Pod:
-        return pod
 
     def _upsert_Pod(self, pod: Pod) -> None:
         key = pod.meta.key

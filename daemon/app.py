@@ -418,16 +418,3 @@ async def run_until_signalled(
         watchdog.cancel()
         await asyncio.gather(watchdog, return_exceptions=True)
     await daemon.stop()
-
-
-def stored_pod_keys(daemon: Daemon) -> list[str]:
-    return sorted(daemon.cluster.pods)
-
-
-def describe(daemon: Daemon) -> dict[str, Any]:
-    return {
-        "warm": daemon.warm,
-        "synced": daemon.synced(),
-        "queue": daemon.queue.lengths(),
-        "in_flight": daemon.loop.in_flight,
-    }

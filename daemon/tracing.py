@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -96,8 +95,3 @@ def api_write(tracer: Tracer, method: str, kind: str, name: str) -> Iterator[Spa
         span.set_attribute("k8s.kind", kind)
         span.set_attribute("k8s.name", name)
         yield span
-
-
-def attributes(span: Span, values: Mapping[str, Any]) -> None:
-    for key, value in values.items():
-        span.set_attribute(key, value)

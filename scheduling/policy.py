@@ -8,7 +8,7 @@ completely. Every problem is one ``ConfigError`` naming the file and the entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -252,6 +252,3 @@ def _check_entry(entry: Any, source: str, where: str, allowed: tuple[str, ...]) 
     extra = set(entry) - set(allowed)
     if extra:
         raise _fail(source, f"{where} ({name})", f"unknown key {sorted(extra)[0]!r}")
-
-
-Factory = Callable[[Mapping[str, Any]], object]
