@@ -31,6 +31,7 @@ COPY scheduling ./scheduling
 COPY daemon ./daemon
 COPY emulator ./emulator
 COPY migrations ./migrations
+COPY volsched ./volsched
 RUN /opt/volsched/bin/pip wheel --no-deps --wheel-dir /wheels . \
     && /opt/volsched/bin/pip install --no-deps /wheels/volsched-*.whl \
     && /opt/volsched/bin/pip uninstall --yes setuptools pip

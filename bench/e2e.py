@@ -9,7 +9,7 @@ which overlaps pod creation, skipped; an interval in which nothing was bound mer
 the next), as their average and 50th/90th/95th/99th percentiles.
 
 The daemon is the real one with its real SQLite file and talks HTTP to the emulator.
-It runs either as a subprocess (``python -m daemon.cli run``; the default, and what the
+It runs either as a subprocess (``python -m volsched.daemon.cli run``; the default, and what the
 published figures use: on a 2-core machine the emulator gets one core and the daemon
 the other) or in the bench process, sharing one event loop with the emulator (both on
 one core; it also lets the bench time every scheduling cycle exactly).
@@ -44,9 +44,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.memory import peak_rss_mb
 from bench.scenario import Scenario, generate, is_measured_pod, object_counts
-from emulator import ApiServer, ControllerSettings, write_kubeconfig
-from emulator.pv_controller import PersistentVolumeController, claim_ref_matches
-from emulator.store import Change
+from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
+from volsched.emulator.pv_controller import PersistentVolumeController, claim_ref_matches
+from volsched.emulator.store import Change
 
 ROOT = Path(__file__).resolve().parent.parent
 Raw = dict[str, Any]
@@ -409,7 +409,7 @@ def write_daemon_config(
 
 
 class DaemonProcess:
-    """``python -m daemon.cli run`` as a child process, with its readiness and memory."""
+    """``python -m volsched.daemon.cli run`` as a child process, with its readiness and memory."""
 
     def __init__(self, workdir: Path, database: Path, url: str, parallelism: int = 16) -> None:
         self.port = free_port()
@@ -435,7 +435,7 @@ class DaemonProcess:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "daemon.cli",
+            "volsched.daemon.cli",
             "run",
             "--kubeconfig",
             str(self.kubeconfig),
@@ -513,10 +513,10 @@ class InProcessDaemon:
         self.client: Any = None
 
     async def start(self) -> float:
-        from daemon.app import DaemonOptions, open_daemon
-        from daemon.config import DatabaseSettings, HttpSettings, Settings
-        from daemon.kube_client import KubeClient
-        from daemon.watching import WatchSettings
+        from volsched.daemon.app import DaemonOptions, open_daemon
+        from volsched.daemon.config import DatabaseSettings, HttpSettings, Settings
+        from volsched.daemon.kube_client import KubeClient
+        from volsched.daemon.watching import WatchSettings
 
         started = time.monotonic()
         kubeconfig = write_kubeconfig(self.workdir / "kubeconfig", self.url)

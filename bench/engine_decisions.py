@@ -21,12 +21,12 @@ import time
 from typing import Any
 
 from bench.scenario import Scenario, generate
-from cache.cluster import ClusterCache
-from cache.objects.registry import KINDS
-from scheduling.framework.runner import Scheduler
-from scheduling.policy import default_policy
-from scheduling.profile_builder import PluginSet, build_profile
-from scheduling.simulation import pending_pods
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.registry import KINDS
+from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.policy import default_policy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.simulation import pending_pods
 
 
 def load(scenario: Scenario) -> ClusterCache:

@@ -55,10 +55,10 @@ def _rss_mb() -> float:
 def child(scenario: Scenario) -> dict[str, Any]:
     """Runs in the fresh process: load, decide, report."""
     from bench.engine_decisions import load
-    from scheduling.framework.runner import Scheduler
-    from scheduling.policy import default_policy
-    from scheduling.profile_builder import PluginSet, build_profile
-    from scheduling.simulation import pending_pods
+    from volsched.scheduling.framework.runner import Scheduler
+    from volsched.scheduling.policy import default_policy
+    from volsched.scheduling.profile_builder import PluginSet, build_profile
+    from volsched.scheduling.simulation import pending_pods
 
     floor = _rss_mb()
     started = time.perf_counter()
@@ -101,7 +101,7 @@ async def daemon_memory(scenario: Scenario, workdir: Path) -> dict[str, Any]:
     """Peak RSS of a real daemon process that has listed (and stored) the scenario."""
     from bench.e2e import DaemonProcess, start_emulator, wait_for_settled_database
     from bench.scenario import generate
-    from emulator import ControllerSettings
+    from volsched.emulator import ControllerSettings
 
     objects = list(generate(scenario))
     server, _ = await start_emulator(scenario, ControllerSettings.none(), objects)

@@ -23,9 +23,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cache.objects.core import parse_node
-from cache.objects.replicated import Volume, parse_storage_node, parse_volume
-from scheduling.replicas import (
+from volsched.cache.objects.core import parse_node
+from volsched.cache.objects.replicated import Volume, parse_storage_node, parse_volume
+from volsched.scheduling.replicas import (
     ReplicaCluster,
     ReplicaSchedulingSettings,
     ScheduledSpace,

@@ -7,8 +7,8 @@ is stopped with SIGTERM, which drains and flushes): it is ready once both cache 
 are loaded from disk, before its first watch event.  Both are timed from process start
 (``fork``/``exec``) to the first ``/readyz`` answering 200, polled every 10 ms.
 
-Also reported: the interpreter-plus-imports floor (``python -c 'import daemon.cli,
-daemon.app'``), which both starts pay, and the daemon's own log line giving the load
+Also reported: the interpreter-plus-imports floor (``python -c 'import volsched.daemon.cli,
+volsched.daemon.app'``), which both starts pay, and the daemon's own log line giving the load
 from disk, so the ratio can be read with and without the fixed start-up cost.
 """
 
@@ -31,7 +31,7 @@ from bench.e2e import (
     wait_for_settled_database,
 )
 from bench.scenario import Scenario, generate, object_counts
-from emulator import ControllerSettings
+from volsched.emulator import ControllerSettings
 
 LOADED = re.compile(r"database .*: (\d+) objects loaded in ([0-9.]+)s \((warm|cold) start\)")
 
@@ -42,7 +42,9 @@ def import_floor_seconds(repeats: int) -> float:
     for _ in range(repeats):
         started = time.monotonic()
         subprocess.run(
-            [sys.executable, "-c", "import daemon.cli, daemon.app"], cwd=ROOT, check=True
+            [sys.executable, "-c", "import volsched.daemon.cli, volsched.daemon.app"],
+            cwd=ROOT,
+            check=True,
         )
         times.append(time.monotonic() - started)
     return statistics.median(times)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cache.store import Store
+from volsched.cache.store import Store
 
 Raw = dict[str, Any]
 

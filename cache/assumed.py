@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, Protocol, TypeVar
 
-from cache.objects.meta import ObjectMeta
+from volsched.cache.objects.meta import ObjectMeta
 
 
 class _Versioned(Protocol):

@@ -2,7 +2,7 @@
 
 Layer 1 is what the API server said (filled by the daemon's watchers, or by a snapshot in
 ``simulate``). Layer 2 is what this scheduler assumed on top: pods placed on nodes, PVs
-given a claimRef, claims given a selected node (see ``cache.assumed`` for the rules).
+given a claimRef, claims given a selected node (see ``volsched.cache.assumed`` for the rules).
 Reads return the assumed copy unless the API server has since sent something newer.
 
 Everything is indexed for the questions a scheduling cycle asks: the nodes in a stable
@@ -17,11 +17,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from cache.assumed import AssumeCache
-from cache.node_info import NodeInfo, zone_key
-from cache.objects.core import Node, Pod
-from cache.objects.replicated import Replica
-from cache.objects.storage import (
+from volsched.cache.assumed import AssumeCache
+from volsched.cache.node_info import NodeInfo, zone_key
+from volsched.cache.objects.core import Node, Pod
+from volsched.cache.objects.replicated import Replica
+from volsched.cache.objects.storage import (
     CSIDriver,
     CSINode,
     CSIStorageCapacity,
@@ -29,8 +29,8 @@ from cache.objects.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from cache.objects.workloads import PriorityClass, Service, WorkloadSet
-from cache.pv_index import PersistentVolumeIndex
+from volsched.cache.objects.workloads import PriorityClass, Service, WorkloadSet
+from volsched.cache.pv_index import PersistentVolumeIndex
 
 
 @dataclass(frozen=True, slots=True)

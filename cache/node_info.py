@@ -6,7 +6,7 @@ again (kube-scheduler's NodeInfo, for the same reason).
 
 from __future__ import annotations
 
-from cache.objects.core import CPU, MEMORY, HostPort, Node, Pod
+from volsched.cache.objects.core import CPU, MEMORY, HostPort, Node, Pod
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")

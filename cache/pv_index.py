@@ -16,8 +16,8 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 
-from cache.objects.selectors import NodeSelector, NodeSelectorTerm
-from cache.objects.storage import PersistentVolume
+from volsched.cache.objects.selectors import NodeSelector, NodeSelectorTerm
+from volsched.cache.objects.storage import PersistentVolume
 
 _LabelPair = tuple[str, str]
 

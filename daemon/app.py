@@ -29,32 +29,32 @@ from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
-from cache.assumed import AssumeError
-from cache.cluster import ClusterCache
-from cache.errors import ApiError, ObjectError
-from cache.objects.registry import KINDS
-from cache.store import OpenResult, Store, StoreStats
-from daemon.binding import Binder, BindingSettings
-from daemon.config import Settings
-from daemon.extender import Extender, ExtenderSettings, extender_routes
-from daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
-from daemon.ingest import Ingest
-from daemon.kube_client import KubeClient
-from daemon.leader import LeaderElector
-from daemon.loop import SchedulingLoop
-from daemon.metrics import Metrics
-from daemon.policy_file import load_policy_file
-from daemon.queueing import SchedulingQueue
-from daemon.recovery import RecoveryReport, recover
-from daemon.replica_reconciler import ReplicaReconciler
-from daemon.reporting import Reporter
-from daemon.sd_notify import Notifier
-from daemon.tracing import make_tracer
-from daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
-from scheduling.framework.runner import Scheduler
-from scheduling.policy import default_policy
-from scheduling.profile_builder import PluginSet, build_profile
-from scheduling.storage_placement import (
+from volsched.cache.assumed import AssumeError
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ApiError, ObjectError
+from volsched.cache.objects.registry import KINDS
+from volsched.cache.store import OpenResult, Store, StoreStats
+from volsched.daemon.binding import Binder, BindingSettings
+from volsched.daemon.config import Settings
+from volsched.daemon.extender import Extender, ExtenderSettings, extender_routes
+from volsched.daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
+from volsched.daemon.ingest import Ingest
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.leader import LeaderElector
+from volsched.daemon.loop import SchedulingLoop
+from volsched.daemon.metrics import Metrics
+from volsched.daemon.policy_file import load_policy_file
+from volsched.daemon.queueing import SchedulingQueue
+from volsched.daemon.recovery import RecoveryReport, recover
+from volsched.daemon.replica_reconciler import ReplicaReconciler
+from volsched.daemon.reporting import Reporter
+from volsched.daemon.sd_notify import Notifier
+from volsched.daemon.tracing import make_tracer
+from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
+from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.policy import default_policy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.storage_placement import (
     REPLICATED_PROVISIONER,
     ReplicaContext,
     ReplicatedProvisioner,

@@ -29,17 +29,21 @@ from typing import Any, Protocol
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode, Tracer
 
-from cache.cluster import ClusterCache
-from cache.errors import ApiError, Conflict, NotFound, StoreError
-from cache.objects.storage import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
-from daemon.ingest import Ingest
-from daemon.kube_client import KubeClient
-from daemon.queueing import SchedulingQueue
-from daemon.reporting import Reporter
-from daemon.tracing import api_write
-from scheduling.framework.runner import Decision, Scheduler
-from scheduling.plugins.volume_binding import assumed_volumes
-from scheduling.storage_placement import ReplicaPlan
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ApiError, Conflict, NotFound, StoreError
+from volsched.cache.objects.storage import (
+    ANN_BIND_COMPLETED,
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+)
+from volsched.daemon.ingest import Ingest
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.queueing import SchedulingQueue
+from volsched.daemon.reporting import Reporter
+from volsched.daemon.tracing import api_write
+from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.volume_binding import assumed_volumes
+from volsched.scheduling.storage_placement import ReplicaPlan
 
 log = logging.getLogger("volsched.binding")
 

@@ -26,19 +26,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cache.cluster import ClusterCache
-from cache.errors import ConfigError, VolschedError
-from cache.objects.fields import parse_time
-from daemon.config import Settings, load_settings
-from daemon.policy_file import load_policy_file
-from daemon.report import explain_json, explain_table, simulation_json, simulation_table
-from daemon.snapshot_files import load_snapshot
-from scheduling.framework.profile import Profile
-from scheduling.framework.runner import Scheduler
-from scheduling.policy import PolicySpec, default_policy
-from scheduling.profile_builder import PluginSet, build_profile
-from scheduling.simulation import PodOutcome, simulate
-from scheduling.storage_placement import (
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ConfigError, VolschedError
+from volsched.cache.objects.fields import parse_time
+from volsched.daemon.config import Settings, load_settings
+from volsched.daemon.policy_file import load_policy_file
+from volsched.daemon.report import explain_json, explain_table, simulation_json, simulation_table
+from volsched.daemon.snapshot_files import load_snapshot
+from volsched.scheduling.framework.profile import Profile
+from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.policy import PolicySpec, default_policy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.simulation import PodOutcome, simulate
+from volsched.scheduling.storage_placement import (
     REPLICATED_PROVISIONER,
     ReplicaContext,
     ReplicatedProvisioner,
@@ -143,9 +143,9 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from daemon.app import open_daemon, run_until_signalled
-    from daemon.kube_client import KubeClient
-    from daemon.sd_notify import Notifier
+    from volsched.daemon.app import open_daemon, run_until_signalled
+    from volsched.daemon.kube_client import KubeClient
+    from volsched.daemon.sd_notify import Notifier
 
     settings = load_settings(args.config)
     _configure_logging(args.verbose)
@@ -168,7 +168,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from cache.store import migrate
+    from volsched.cache.store import migrate
 
     path = args.database or load_settings(args.config).database.path
     revision = migrate(path)
@@ -177,7 +177,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from daemon.demo import run_demo
+    from volsched.daemon.demo import run_demo
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return asyncio.run(run_demo())

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
-from cache.errors import ConfigError
-from daemon.leader import LeaderElectionSettings
-from scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
+from volsched.cache.errors import ConfigError
+from volsched.daemon.leader import LeaderElectionSettings
+from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
 
 DEFAULT_DATABASE_PATH = "./volsched.db"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:10351"

@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from daemon.app import Daemon, DaemonOptions, open_daemon
-from daemon.config import DatabaseSettings, HttpSettings, Settings
-from daemon.demo_cluster import arrivals, cluster_objects
-from daemon.kube_client import KubeClient
-from daemon.leader import LeaderElectionSettings
-from daemon.watching import WatchSettings
-from emulator import ApiServer, ControllerSettings, write_kubeconfig
+from volsched.daemon.app import Daemon, DaemonOptions, open_daemon
+from volsched.daemon.config import DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.demo_cluster import arrivals, cluster_objects
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.leader import LeaderElectionSettings
+from volsched.daemon.watching import WatchSettings
+from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 TIME_LIMIT_SECONDS = 25.0
 

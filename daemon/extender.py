@@ -23,11 +23,11 @@ from typing import Any
 
 from aiohttp import web
 
-from cache.errors import ObjectError
-from cache.objects.core import Pod, parse_pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.runner import Decision, Scheduler
-from scheduling.plugins.storage_locality import VolumeLocality, pod_storage
+from volsched.cache.errors import ObjectError
+from volsched.cache.objects.core import Pod, parse_pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.storage_locality import VolumeLocality, pod_storage
 
 log = logging.getLogger("volsched.extender")
 

@@ -13,11 +13,11 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from cache.cluster import ClusterCache
-from cache.errors import ObjectError
-from cache.objects.core import Node, Pod
-from cache.objects.registry import KINDS
-from daemon.queueing import SchedulingQueue
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ObjectError
+from volsched.cache.objects.core import Node, Pod
+from volsched.cache.objects.registry import KINDS
+from volsched.daemon.queueing import SchedulingQueue
 
 log = logging.getLogger("volsched.ingest")
 

@@ -26,8 +26,8 @@ from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
-from cache.objects.registry import KINDS
+from volsched.cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
+from volsched.cache.objects.registry import KINDS
 
 Raw = dict[str, Any]
 

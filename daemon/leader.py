@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
-from cache.errors import ApiError, ConfigError, Conflict, NotFound
+from volsched.cache.errors import ApiError, ConfigError, Conflict, NotFound
 
 log = logging.getLogger("volsched.leader")
 

@@ -18,13 +18,13 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
-from cache.cluster import ClusterCache
-from daemon.binding import Binder
-from daemon.metrics import PROFILE, Metrics
-from daemon.queueing import QueuedPod, SchedulingQueue
-from daemon.reporting import Reporter
-from daemon.tracing import record_cycle
-from scheduling.framework.runner import Decision, Scheduler
+from volsched.cache.cluster import ClusterCache
+from volsched.daemon.binding import Binder
+from volsched.daemon.metrics import PROFILE, Metrics
+from volsched.daemon.queueing import QueuedPod, SchedulingQueue
+from volsched.daemon.reporting import Reporter
+from volsched.daemon.tracing import record_cycle
+from volsched.scheduling.framework.runner import Decision, Scheduler
 
 log = logging.getLogger("volsched.loop")
 

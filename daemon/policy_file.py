@@ -1,13 +1,13 @@
 """Reading a policy file from disk (the parsing and validation are pure, in
-``scheduling.policy``)."""
+``volsched.scheduling.policy``)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from cache.errors import ConfigError
-from scheduling.policy import PolicySpec, parse_policy
+from volsched.cache.errors import ConfigError
+from volsched.scheduling.policy import PolicySpec, parse_policy
 
 
 def load_policy_file(path: str) -> PolicySpec:

@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from cache.objects.core import Pod
+from volsched.cache.objects.core import Pod
 
 # Which cluster events can make a pod rejected by a plugin schedulable again.
 RELEVANT_EVENTS: dict[str, frozenset[str]] = {

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from cache.errors import ApiError, NotFound
-from daemon.binding import Binder, Intent, forget_assumed
+from volsched.cache.errors import ApiError, NotFound
+from volsched.daemon.binding import Binder, Intent, forget_assumed
 
 log = logging.getLogger("volsched.recovery")
 

@@ -14,13 +14,13 @@ import logging
 import secrets
 from collections.abc import Callable
 
-from cache.cluster import ClusterCache
-from cache.errors import ApiError
-from cache.objects.replicated import Volume
-from daemon.ingest import Ingest
-from daemon.kube_client import KubeClient
-from scheduling.replicas import replicas_to_fill, schedule_volume
-from scheduling.storage_placement import ReplicaContext
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ApiError
+from volsched.cache.objects.replicated import Volume
+from volsched.daemon.ingest import Ingest
+from volsched.daemon.kube_client import KubeClient
+from volsched.scheduling.replicas import replicas_to_fill, schedule_volume
+from volsched.scheduling.storage_placement import ReplicaContext
 
 log = logging.getLogger("volsched.replicas")
 API_VERSION = "volsched.io/v1alpha1"

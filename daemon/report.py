@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduling.framework.profile import Profile
-from scheduling.plugins.volume_binding import rejection_details
-from scheduling.simulation import PodOutcome
+from volsched.scheduling.framework.profile import Profile
+from volsched.scheduling.plugins.volume_binding import rejection_details
+from volsched.scheduling.simulation import PodOutcome
 
 
 def pod_json(outcome: PodOutcome) -> dict[str, Any]:

@@ -12,9 +12,9 @@ import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from cache.errors import ApiError
-from cache.objects.core import Pod
-from daemon.kube_client import KubeClient
+from volsched.cache.errors import ApiError
+from volsched.cache.objects.core import Pod
+from volsched.daemon.kube_client import KubeClient
 
 log = logging.getLogger("volsched.events")
 MAX_MESSAGE_BYTES = 1024

@@ -16,10 +16,10 @@ from typing import Any, TextIO
 
 import yaml
 
-from cache.cluster import ClusterCache
-from cache.errors import ConfigError, ObjectError
-from cache.objects.registry import KINDS
-from cache.objects.storage import PersistentVolumeClaim
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ConfigError, ObjectError
+from volsched.cache.objects.registry import KINDS
+from volsched.cache.objects.storage import PersistentVolumeClaim
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:

@@ -16,9 +16,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cache.errors import ApiError, Gone, NotFound
-from daemon.ingest import Ingest, StoreSink
-from daemon.kube_client import KubeClient
+from volsched.cache.errors import ApiError, Gone, NotFound
+from volsched.daemon.ingest import Ingest, StoreSink
+from volsched.daemon.kube_client import KubeClient
 
 log = logging.getLogger("volsched.watch")
 

@@ -17,11 +17,11 @@ packages.
     await server.stop()
 """
 
-from emulator.controllers import ControllerSettings
-from emulator.errors import ApiError
-from emulator.faults import Faults, RequestRecord
-from emulator.kubeconfig import write_kubeconfig
-from emulator.server import ApiServer
+from volsched.emulator.controllers import ControllerSettings
+from volsched.emulator.errors import ApiError
+from volsched.emulator.faults import Faults, RequestRecord
+from volsched.emulator.kubeconfig import write_kubeconfig
+from volsched.emulator.server import ApiServer
 
 __all__ = [
     "ApiError",

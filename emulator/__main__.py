@@ -1,4 +1,4 @@
-"""``python -m emulator --port 8001 [--load FILE.yaml] [--kubeconfig PATH]``: run standalone."""
+"""``python -m volsched.emulator --port 8001 [--load FILE.yaml] [--kubeconfig PATH]``: run standalone."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import yaml
 
-from emulator.controllers import ControllerSettings
-from emulator.kubeconfig import write_kubeconfig
-from emulator.server import ApiServer
+from volsched.emulator.controllers import ControllerSettings
+from volsched.emulator.kubeconfig import write_kubeconfig
+from volsched.emulator.server import ApiServer
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m emulator", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m volsched.emulator", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument(

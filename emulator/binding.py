@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.errors import FieldError, bad_request, conflict, invalid
-from emulator.raw import Raw, clone, mapping, metadata, now_rfc3339
-from emulator.registry import Registry
+from volsched.emulator.errors import FieldError, bad_request, conflict, invalid
+from volsched.emulator.raw import Raw, clone, mapping, metadata, now_rfc3339
+from volsched.emulator.registry import Registry
 
 
 def bind(registry: Registry, namespace: str, name: str, binding: Any) -> Raw:

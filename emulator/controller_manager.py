@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from emulator.controllers import Controller, ControllerSettings
-from emulator.node_agents import Kubelet, StorageAgent
-from emulator.provisioner import Provisioner
-from emulator.pv_controller import PersistentVolumeController
-from emulator.registry import Registry
+from volsched.emulator.controllers import Controller, ControllerSettings
+from volsched.emulator.node_agents import Kubelet, StorageAgent
+from volsched.emulator.provisioner import Provisioner
+from volsched.emulator.pv_controller import PersistentVolumeController
+from volsched.emulator.registry import Registry
 
 
 class ControllerManager:

@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from emulator.errors import ApiError
-from emulator.raw import Raw
-from emulator.registry import Registry
-from emulator.resources import ResourceType
-from emulator.store import Change
+from volsched.emulator.errors import ApiError
+from volsched.emulator.raw import Raw
+from volsched.emulator.registry import Registry
+from volsched.emulator.resources import ResourceType
+from volsched.emulator.store import Change
 
 log = logging.getLogger(__name__)
 

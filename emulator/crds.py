@@ -8,9 +8,9 @@ DELETED, then their stream ends — and its paths answer 404 again.
 
 from __future__ import annotations
 
-from emulator.raw import Raw, clone, mapping, name_of, now_rfc3339
-from emulator.resources import ResourceTable, crd_resource_types
-from emulator.store import Store
+from volsched.emulator.raw import Raw, clone, mapping, name_of, now_rfc3339
+from volsched.emulator.resources import ResourceTable, crd_resource_types
+from volsched.emulator.store import Store
 
 
 def establish(crd: Raw) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from emulator.errors import forbidden
-from emulator.raw import Raw, annotations_of, metadata, name_of
+from volsched.emulator.errors import forbidden
+from volsched.emulator.raw import Raw, annotations_of, metadata, name_of
 
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class",

@@ -7,8 +7,8 @@ discovery falls back to it, as against an older server.
 
 from __future__ import annotations
 
-from emulator.raw import Raw
-from emulator.resources import ResourceTable, ResourceType
+from volsched.emulator.raw import Raw
+from volsched.emulator.resources import ResourceTable, ResourceType
 
 KUBERNETES_VERSION = {
     "major": "1",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from emulator.raw import Raw
+from volsched.emulator.raw import Raw
 
 REASONS = {
     400: "BadRequest",

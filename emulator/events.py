@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 
-from emulator.errors import ApiError, FieldError, bad_request
-from emulator.raw import Raw
-from emulator.resources import ResourceType
+from volsched.emulator.errors import ApiError, FieldError, bad_request
+from volsched.emulator.raw import Raw
+from volsched.emulator.resources import ResourceType
 
 MICRO_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}(Z|[+-]\d{2}:\d{2})$")
 

@@ -15,7 +15,7 @@ import asyncio
 import re
 from dataclasses import dataclass
 
-from emulator.store import Store
+from volsched.emulator.store import Store
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,15 +16,15 @@ from typing import Any
 
 from aiohttp import web
 
-from emulator import discovery
-from emulator.binding import bind
-from emulator.errors import ApiError, bad_request, method_not_allowed
-from emulator.faults import Faults
-from emulator.raw import Raw, name_of, namespace_of
-from emulator.registry import Registry, serve
-from emulator.resources import ResourceType
-from emulator.selectors import Matcher, matcher, parse_field_selector, parse_label_selector
-from emulator.watching import WatchRequest, WatchStream
+from volsched.emulator import discovery
+from volsched.emulator.binding import bind
+from volsched.emulator.errors import ApiError, bad_request, method_not_allowed
+from volsched.emulator.faults import Faults
+from volsched.emulator.raw import Raw, name_of, namespace_of
+from volsched.emulator.registry import Registry, serve
+from volsched.emulator.resources import ResourceType
+from volsched.emulator.selectors import Matcher, matcher, parse_field_selector, parse_label_selector
+from volsched.emulator.watching import WatchRequest, WatchStream
 
 # Set by the server's middleware: logs a streaming request once its headers are sent.
 ON_OPEN = web.RequestKey[Callable[[int], None]]("on_open")

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from emulator.controllers import Controller
-from emulator.pv_controller import deleting
-from emulator.quantity import to_bytes
-from emulator.raw import Raw, clone, mapping, name_of, namespace_of, now_rfc3339
+from volsched.emulator.controllers import Controller
+from volsched.emulator.pv_controller import deleting
+from volsched.emulator.quantity import to_bytes
+from volsched.emulator.raw import Raw, clone, mapping, name_of, namespace_of, now_rfc3339
 
 STORAGE_NODE_CRD = "storagenodes.volsched.io"
 GROUP = "volsched.io"

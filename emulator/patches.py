@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from emulator.errors import ApiError, bad_request
+from volsched.emulator.errors import ApiError, bad_request
 
 MERGE_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json")
 JSON_PATCH_TYPE = "application/json-patch+json"

@@ -17,9 +17,9 @@ driver with no node affinity).
 
 from __future__ import annotations
 
-from emulator.controllers import Controller
-from emulator.errors import ApiError
-from emulator.pv_controller import (
+from volsched.emulator.controllers import Controller
+from volsched.emulator.errors import ApiError
+from volsched.emulator.pv_controller import (
     NO_PROVISIONER,
     binding_mode,
     claim_class,
@@ -27,7 +27,7 @@ from emulator.pv_controller import (
     find_matching_volume,
     requested_bytes,
 )
-from emulator.raw import Raw, annotations_of, mapping, name_of, namespace_of
+from volsched.emulator.raw import Raw, annotations_of, mapping, name_of, namespace_of
 
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"

@@ -13,9 +13,9 @@ becomes ``Available``.
 
 from __future__ import annotations
 
-from emulator.controllers import Controller
-from emulator.quantity import to_bytes
-from emulator.raw import (
+from volsched.emulator.controllers import Controller
+from volsched.emulator.quantity import to_bytes
+from volsched.emulator.raw import (
     Raw,
     annotations_of,
     clone,
@@ -26,7 +26,7 @@ from emulator.raw import (
     namespace_of,
     now_rfc3339,
 )
-from emulator.selectors import label_selector_matches
+from volsched.emulator.selectors import label_selector_matches
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"

@@ -19,9 +19,9 @@ import random
 import uuid
 from typing import Any
 
-from emulator import crds, events, validation
-from emulator.defaults import admit, apply_defaults, reset_status_on_create
-from emulator.errors import (
+from volsched.emulator import crds, events, validation
+from volsched.emulator.defaults import admit, apply_defaults, reset_status_on_create
+from volsched.emulator.errors import (
     MODIFIED,
     ApiError,
     FieldError,
@@ -31,16 +31,16 @@ from emulator.errors import (
     method_not_allowed,
     not_found,
 )
-from emulator.patches import JSON_PATCH_TYPE, MERGE_TYPES, json_patch, merge_patch
-from emulator.raw import Raw, clone, mapping, metadata, name_of, now_rfc3339
-from emulator.resources import (
+from volsched.emulator.patches import JSON_PATCH_TYPE, MERGE_TYPES, json_patch, merge_patch
+from volsched.emulator.raw import Raw, clone, mapping, metadata, name_of, now_rfc3339
+from volsched.emulator.resources import (
     CRD_GROUP,
     CRD_PLURAL,
     ResourceTable,
     ResourceType,
 )
-from emulator.selectors import Matcher
-from emulator.store import Store
+from volsched.emulator.selectors import Matcher
+from volsched.emulator.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from emulator.errors import bad_request
-from emulator.raw import Raw, labels_of, value_at
+from volsched.emulator.errors import bad_request
+from volsched.emulator.raw import Raw, labels_of, value_at
 
 _KEY = r"[A-Za-z0-9./_-]+"
 _VALUE = r"[A-Za-z0-9._-]*"

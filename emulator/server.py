@@ -18,15 +18,15 @@ from types import TracebackType
 
 from aiohttp import web
 
-from emulator.controller_manager import ControllerManager
-from emulator.controllers import ControllerSettings
-from emulator.errors import MODIFIED, ApiError, reason_for
-from emulator.faults import Faults, InjectedFailure, RequestRecord
-from emulator.handlers import ON_OPEN, Handlers, error_response, parse_target
-from emulator.raw import Raw, clone, mapping
-from emulator.registry import Registry, serve
-from emulator.resources import ResourceTable
-from emulator.store import Store
+from volsched.emulator.controller_manager import ControllerManager
+from volsched.emulator.controllers import ControllerSettings
+from volsched.emulator.errors import MODIFIED, ApiError, reason_for
+from volsched.emulator.faults import Faults, InjectedFailure, RequestRecord
+from volsched.emulator.handlers import ON_OPEN, Handlers, error_response, parse_target
+from volsched.emulator.raw import Raw, clone, mapping
+from volsched.emulator.registry import Registry, serve
+from volsched.emulator.resources import ResourceTable
+from volsched.emulator.store import Store
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from emulator.raw import Raw, metadata
-from emulator.resources import StorageKey
+from volsched.emulator.raw import Raw, metadata
+from volsched.emulator.resources import StorageKey
 
 ObjectKey = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 

@@ -13,9 +13,9 @@ import copy
 import re
 from typing import Any
 
-from emulator.errors import FieldError, invalid
-from emulator.raw import Raw, mapping
-from emulator.resources import ResourceType
+from volsched.emulator.errors import FieldError, invalid
+from volsched.emulator.raw import Raw, mapping
+from volsched.emulator.resources import ResourceType
 
 SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from emulator.errors import status_body
-from emulator.faults import Faults
-from emulator.raw import Raw, clone, metadata, namespace_of
-from emulator.registry import serve
-from emulator.resources import ResourceType
-from emulator.selectors import Matcher
-from emulator.store import ADDED, DELETED, MODIFIED, Change, Expired, Store, Subscription
+from volsched.emulator.errors import status_body
+from volsched.emulator.faults import Faults
+from volsched.emulator.raw import Raw, clone, metadata, namespace_of
+from volsched.emulator.registry import serve
+from volsched.emulator.resources import ResourceType
+from volsched.emulator.selectors import Matcher
+from volsched.emulator.store import ADDED, DELETED, MODIFIED, Change, Expired, Store, Subscription
 
 
 @dataclass(frozen=True, slots=True)

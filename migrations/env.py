@@ -2,7 +2,7 @@
 
 Three ways in:
 
-- from ``cache.store`` (the daemon, ``volsched migrate``): the caller passes an open
+- from ``volsched.cache.store`` (the daemon, ``volsched migrate``): the caller passes an open
   synchronous connection in ``config.attributes["connection"]``;
 - from the alembic command line: ``alembic -x db=PATH upgrade head`` (see alembic.ini);
 - offline (``--sql``): the SQL is printed instead of run.
@@ -19,8 +19,8 @@ from pathlib import Path
 from alembic import context
 from sqlalchemy import Connection
 
-from cache.store.connecting import create_sync_engine
-from cache.store.schema import metadata
+from volsched.cache.store.connecting import create_sync_engine
+from volsched.cache.store.schema import metadata
 
 config = context.config
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cache.errors import ConfigError
+from volsched.cache.errors import ConfigError
 
 PREDICATE_ALIASES = {"PodFitsPorts": "PodFitsHostPorts"}
 PRIORITY_ALIASES = {"ServiceSpreadingPriority": "SelectorSpreadPriority"}

@@ -7,27 +7,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cache.cluster import ClusterCache
-from scheduling.framework.interfaces import FilterPlugin, ScorePlugin
-from scheduling.framework.profile import Predicate, Priority, Profile
-from scheduling.plugins.csi_limits import CSILimits
-from scheduling.plugins.equal_priority import EqualPriority
-from scheduling.plugins.node_affinity import NodeAffinity
-from scheduling.plugins.node_label import NodeLabelPreference, NodeLabelPresence
-from scheduling.plugins.node_name import NodeName
-from scheduling.plugins.node_ports import NodePorts
-from scheduling.plugins.node_resources import BalancedAllocation, LeastAllocated, NodeResourcesFit
-from scheduling.plugins.node_unschedulable import NodeUnschedulable
-from scheduling.plugins.selector_spread import SelectorSpread
-from scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
-from scheduling.plugins.storage_locality import StorageNodeReady, VolumeLocality
-from scheduling.plugins.taint_toleration import TaintToleration
-from scheduling.plugins.volume_binding import VolumeBinding
-from scheduling.plugins.volume_restrictions import VolumeRestrictions
-from scheduling.plugins.volume_zone import VolumeZone
-from scheduling.policy import PolicySpec
-from scheduling.volumes.provisioning import ProvisionerCheck
-from scheduling.volumes.scoring import DEFAULT_SHAPE, ShapePoint
+from volsched.cache.cluster import ClusterCache
+from volsched.scheduling.framework.interfaces import FilterPlugin, ScorePlugin
+from volsched.scheduling.framework.profile import Predicate, Priority, Profile
+from volsched.scheduling.plugins.csi_limits import CSILimits
+from volsched.scheduling.plugins.equal_priority import EqualPriority
+from volsched.scheduling.plugins.node_affinity import NodeAffinity
+from volsched.scheduling.plugins.node_label import NodeLabelPreference, NodeLabelPresence
+from volsched.scheduling.plugins.node_name import NodeName
+from volsched.scheduling.plugins.node_ports import NodePorts
+from volsched.scheduling.plugins.node_resources import (
+    BalancedAllocation,
+    LeastAllocated,
+    NodeResourcesFit,
+)
+from volsched.scheduling.plugins.node_unschedulable import NodeUnschedulable
+from volsched.scheduling.plugins.selector_spread import SelectorSpread
+from volsched.scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
+from volsched.scheduling.plugins.storage_locality import StorageNodeReady, VolumeLocality
+from volsched.scheduling.plugins.taint_toleration import TaintToleration
+from volsched.scheduling.plugins.volume_binding import VolumeBinding
+from volsched.scheduling.plugins.volume_restrictions import VolumeRestrictions
+from volsched.scheduling.plugins.volume_zone import VolumeZone
+from volsched.scheduling.policy import PolicySpec
+from volsched.scheduling.volumes.provisioning import ProvisionerCheck
+from volsched.scheduling.volumes.scoring import DEFAULT_SHAPE, ShapePoint
 
 
 class PluginSet:

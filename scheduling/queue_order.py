@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cache.cluster import ClusterCache
-from cache.objects.core import Pod
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import Pod
 
 
 def queue_key(cluster: ClusterCache, pod: Pod) -> tuple[int, float, str, str]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cache.cluster import ClusterCache
-from cache.objects.core import Pod
-from scheduling.framework.runner import Decision, Scheduler
-from scheduling.plugins.volume_binding import assumed_volumes
-from scheduling.queue_order import in_queue_order
-from scheduling.storage_placement import ReplicaContext, ReplicaPlan, placement_json
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.volume_binding import assumed_volumes
+from volsched.scheduling.queue_order import in_queue_order
+from volsched.scheduling.storage_placement import ReplicaContext, ReplicaPlan, placement_json
 
 
 @dataclass(slots=True)

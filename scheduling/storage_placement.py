@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cache.cluster import AssumedReplica, ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.replicated import DATA_LOCALITIES, DATA_LOCALITY_STRICT_LOCAL, Volume
-from cache.objects.storage import PersistentVolumeClaim, StorageClass
-from scheduling.replicas import (
+from volsched.cache.cluster import AssumedReplica, ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.replicated import DATA_LOCALITIES, DATA_LOCALITY_STRICT_LOCAL, Volume
+from volsched.cache.objects.storage import PersistentVolumeClaim, StorageClass
+from volsched.scheduling.replicas import (
     ReplicaCluster,
     ReplicaSchedulingSettings,
     ScheduledSpace,
@@ -31,7 +31,7 @@ from scheduling.replicas import (
     place_for_new_volume,
     schedule_volume,
 )
-from scheduling.volumes.provisioning import ProvisionError
+from volsched.scheduling.volumes.provisioning import ProvisionError
 
 REPLICATED_PROVISIONER = "replicated.volsched.io"
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from cache.cluster import ClusterCache
-from cache.objects.registry import KINDS
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.registry import KINDS
 
 _versions = itertools.count(1)
 

@@ -4,7 +4,7 @@ Views are frozen dataclasses with slots: small, hashable by identity, safe to sh
 between the informer layer, the assume layer and a scheduling snapshot.
 """
 
-from cache.objects.core import (
+from volsched.cache.objects.core import (
     HostPort,
     Node,
     Pod,
@@ -14,9 +14,9 @@ from cache.objects.core import (
     parse_node,
     parse_pod,
 )
-from cache.objects.meta import ObjectMeta, OwnerReference
-from cache.objects.registry import KINDS, KindInfo
-from cache.objects.storage import (
+from volsched.cache.objects.meta import ObjectMeta, OwnerReference
+from volsched.cache.objects.registry import KINDS, KindInfo
+from volsched.cache.objects.storage import (
     ClaimRef,
     CSIDriver,
     CSINode,
@@ -25,7 +25,7 @@ from cache.objects.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from cache.objects.workloads import PriorityClass, Service, WorkloadSet
+from volsched.cache.objects.workloads import PriorityClass, Service, WorkloadSet
 
 __all__ = [
     "KINDS",

@@ -10,16 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from cache.objects.fields import Fields, Raw
-from cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
-from cache.objects.selectors import (
+from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
+from volsched.cache.objects.selectors import (
     NodeSelector,
     NodeSelectorTerm,
     PreferredTerm,
     parse_node_selector,
     parse_node_selector_term,
 )
-from cache.quantity import ceil_milli_value, ceil_value
+from volsched.cache.quantity import ceil_milli_value, ceil_value
 
 CPU = "cpu"
 MEMORY = "memory"

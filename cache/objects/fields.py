@@ -13,8 +13,8 @@ from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
-from cache.errors import ObjectError
-from cache.quantity import QuantityError, parse_quantity
+from volsched.cache.errors import ObjectError
+from volsched.cache.quantity import QuantityError, parse_quantity
 
 Raw = Mapping[str, Any]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cache.objects.fields import Fields
+from volsched.cache.objects.fields import Fields
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from cache.objects.core import parse_node, parse_pod
-from cache.objects.fields import Raw
-from cache.objects.replicated import API_VERSION as REPLICATED_API_VERSION
-from cache.objects.replicated import parse_replica, parse_storage_node, parse_volume
-from cache.objects.storage import (
+from volsched.cache.objects.core import parse_node, parse_pod
+from volsched.cache.objects.fields import Raw
+from volsched.cache.objects.replicated import API_VERSION as REPLICATED_API_VERSION
+from volsched.cache.objects.replicated import parse_replica, parse_storage_node, parse_volume
+from volsched.cache.objects.storage import (
     parse_csi_driver,
     parse_csi_node,
     parse_csi_storage_capacity,
@@ -22,7 +22,7 @@ from cache.objects.storage import (
     parse_persistent_volume_claim,
     parse_storage_class,
 )
-from cache.objects.workloads import (
+from volsched.cache.objects.workloads import (
     parse_priority_class,
     parse_replica_set,
     parse_service,
@@ -66,7 +66,11 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("ReplicaSet", "apps/v1", "replicasets", True, parse_replica_set),
         KindInfo("StatefulSet", "apps/v1", "statefulsets", True, parse_stateful_set),
         KindInfo(
-            "PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False, parse_priority_class
+            "PriorityClass",
+            "scheduling.k8s.io/v1",
+            "priorityclasses",
+            False,
+            parse_priority_class,
         ),
         KindInfo("StorageNode", REPLICATED_API_VERSION, "storagenodes", False, parse_storage_node),
         KindInfo("Volume", REPLICATED_API_VERSION, "volumes", False, parse_volume),

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cache.objects.fields import Fields, Raw
-from cache.objects.meta import ObjectMeta, parse_meta
-from cache.quantity import ceil_value
+from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.meta import ObjectMeta, parse_meta
+from volsched.cache.quantity import ceil_value
 
 API_VERSION = "volsched.io/v1alpha1"
 

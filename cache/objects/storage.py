@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cache.objects.fields import Fields, Raw
-from cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
-from cache.objects.selectors import (
+from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
+from volsched.cache.objects.selectors import (
     LabelSelector,
     NodeSelector,
     TopologySelectorTerm,
@@ -19,7 +19,7 @@ from cache.objects.selectors import (
     parse_node_selector,
     parse_topology_terms,
 )
-from cache.quantity import ceil_value
+from volsched.cache.quantity import ceil_value
 
 ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cache.objects.fields import Fields, Raw
-from cache.objects.meta import ObjectMeta, parse_meta
-from cache.objects.selectors import LabelSelector, parse_label_selector
+from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.meta import ObjectMeta, parse_meta
+from volsched.cache.objects.selectors import LabelSelector, parse_label_selector
 
 
 @dataclass(frozen=True, slots=True)

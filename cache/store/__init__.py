@@ -1,5 +1,5 @@
 """SQLite persistence of both cache layers, the watch resume points and the binding
-journal (see ``cache.store.store`` for what is promised when).
+journal (see ``volsched.cache.store.store`` for what is promised when).
 
 Usage, from the daemon::
 
@@ -11,12 +11,12 @@ Usage, from the daemon::
     await store.close()
 
 ``migrate(path)`` brings a file to the newest schema without opening a store (``volsched
-migrate``). Store failures surface as ``cache.errors.StoreError``.
+migrate``). Store failures surface as ``volsched.cache.errors.StoreError``.
 """
 
-from cache.store.journal import JournalEntry
-from cache.store.loading import StoredState
-from cache.store.opening import OpenResult, migrate
-from cache.store.store import Store, StoreStats
+from volsched.cache.store.journal import JournalEntry
+from volsched.cache.store.loading import StoredState
+from volsched.cache.store.opening import OpenResult, migrate
+from volsched.cache.store.store import Store, StoreStats
 
 __all__ = ["JournalEntry", "OpenResult", "Store", "StoreStats", "StoredState", "migrate"]

@@ -21,8 +21,8 @@ from sqlalchemy import Table, bindparam, delete, insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from cache.store.pending import Ops, PendingWrites
-from cache.store.schema import assumed, objects, resume_points
+from volsched.cache.store.pending import Ops, PendingWrites
+from volsched.cache.store.schema import assumed, objects, resume_points
 
 log = logging.getLogger("volsched.store")
 

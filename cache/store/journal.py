@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import Row, delete, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from cache.store.schema import journal
+from volsched.cache.store.schema import journal
 
 OPEN = "open"
 

@@ -17,9 +17,9 @@ from typing import Any
 from sqlalchemy import Row, Table, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from cache.store import journal as journal_sql
-from cache.store.journal import JournalEntry
-from cache.store.schema import assumed, objects, resume_points
+from volsched.cache.store import journal as journal_sql
+from volsched.cache.store.journal import JournalEntry
+from volsched.cache.store.schema import assumed, objects, resume_points
 
 Layer = dict[str, dict[str, dict[str, Any]]]  # kind -> key -> raw object
 Rows = Sequence[Row[str, str, str]]

@@ -19,7 +19,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
-from cache.store.connecting import create_sync_engine
+from volsched.cache.store.connecting import create_sync_engine
 
 # alembic keeps the running environment in module globals (``alembic.context``), so two
 # migrations at once in one process (two stores opened from threads) must take turns.
@@ -28,7 +28,7 @@ _alembic_lock = threading.Lock()
 
 def migrations_directory() -> Path:
     """Where the ``migrations`` package lives (its env.py and versions/)."""
-    return Path(str(importlib.resources.files("migrations")))
+    return Path(str(importlib.resources.files("volsched.migrations")))
 
 
 def alembic_config(connection: Connection | None = None) -> Config:

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
-from cache.errors import StoreError
-from cache.store.migrating import head_revision, known_revisions, upgrade_to_head
+from volsched.cache.errors import StoreError
+from volsched.cache.store.migrating import head_revision, known_revisions, upgrade_to_head
 
 log = logging.getLogger("volsched.store")
 

@@ -33,14 +33,14 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from cache.errors import StoreError
-from cache.store import journal as journal_sql
-from cache.store.connecting import create_store_engine
-from cache.store.flushing import dumps, serialize_relists, write_batch
-from cache.store.journal import JournalEntry
-from cache.store.loading import StoredState, read_state
-from cache.store.opening import OpenResult, prepare_file
-from cache.store.pending import PendingWrites
+from volsched.cache.errors import StoreError
+from volsched.cache.store import journal as journal_sql
+from volsched.cache.store.connecting import create_store_engine
+from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
+from volsched.cache.store.journal import JournalEntry
+from volsched.cache.store.loading import StoredState, read_state
+from volsched.cache.store.opening import OpenResult, prepare_file
+from volsched.cache.store.pending import PendingWrites
 
 log = logging.getLogger("volsched.store")
 

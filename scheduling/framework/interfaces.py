@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Protocol, runtime_checkable
 
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Status
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Status
 
 
 class Plugin(Protocol):

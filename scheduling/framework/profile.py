@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from scheduling.framework.interfaces import (
+from volsched.scheduling.framework.interfaces import (
     FilterPlugin,
     PreFilterPlugin,
     ReservePlugin,

@@ -13,13 +13,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.interfaces import NormalizeScorePlugin, PreScorePlugin, ReservePlugin
-from scheduling.framework.profile import Predicate, Profile
-from scheduling.framework.status import Code, Status
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import (
+    NormalizeScorePlugin,
+    PreScorePlugin,
+    ReservePlugin,
+)
+from volsched.scheduling.framework.profile import Predicate, Profile
+from volsched.scheduling.framework.status import Code, Status
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5

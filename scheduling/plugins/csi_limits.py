@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SKIP, SUCCESS, Status, unschedulable
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unschedulable
 
 NAME = "NodeVolumeLimits"
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"

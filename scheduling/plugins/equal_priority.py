@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
 
 
 class EqualPriority:

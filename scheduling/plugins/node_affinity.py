@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from cache.objects.selectors import NodeSelector, PreferredTerm
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
-from scheduling.plugins.normalize import default_normalize
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.cache.objects.selectors import NodeSelector, PreferredTerm
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
+from volsched.scheduling.plugins.normalize import default_normalize
 
 MAX_NODE_SCORE = 100
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"

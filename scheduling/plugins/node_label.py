@@ -7,11 +7,11 @@ with different labels can sit side by side.
 
 from __future__ import annotations
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Status, unresolvable
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Status, unresolvable
 
 MAX_NODE_SCORE = 100
 REASON_PREFIX = "node(s) didn't have the requested labels"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Status, unresolvable
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Status, unresolvable
 
 REASON = "node(s) didn't match the requested node name"
 _REJECTED = unresolvable(REASON)

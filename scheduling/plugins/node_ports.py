@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import HostPort, Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SKIP, SUCCESS, Status, unschedulable
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import HostPort, Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unschedulable
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 _REJECTED = unschedulable(REASON)

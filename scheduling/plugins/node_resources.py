@@ -13,11 +13,11 @@ import re
 from collections.abc import Collection
 from functools import lru_cache
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 
 MAX_NODE_SCORE = 100
 REASON_TOO_MANY_PODS = "Too many pods"

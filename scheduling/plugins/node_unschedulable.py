@@ -7,11 +7,11 @@ DaemonSet-like pods can still land on a cordoned node.
 
 from __future__ import annotations
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod, Taint
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Status, unresolvable
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod, Taint
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Status, unresolvable
 
 REASON = "node(s) were unschedulable"
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")

@@ -10,13 +10,13 @@ carry zone labels, gives two thirds of the weight to the zone's total.
 
 from __future__ import annotations
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from cache.objects.selectors import LabelSelector, Requirement, selector_matches_map
-from cache.objects.workloads import Service
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SUCCESS, Status
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.cache.objects.selectors import LabelSelector, Requirement, selector_matches_map
+from volsched.cache.objects.workloads import Service
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SUCCESS, Status
 
 MAX_NODE_SCORE = 100
 # Upstream's weighting: 2/3 to spreading over zones, 1/3 to spreading over nodes.

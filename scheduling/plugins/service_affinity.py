@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Node, Pod
-from cache.objects.selectors import selector_matches_map
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SUCCESS, Status, unschedulable
-from scheduling.plugins.selector_spread import pod_services
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Node, Pod
+from volsched.cache.objects.selectors import selector_matches_map
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SUCCESS, Status, unschedulable
+from volsched.scheduling.plugins.selector_spread import pod_services
 
 MAX_NODE_SCORE = 100
 REASON = "node(s) didn't match service affinity"

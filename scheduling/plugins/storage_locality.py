@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from cache.objects.replicated import StorageNode
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
-from scheduling.volumes.scoring import round_half_away
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.cache.objects.replicated import StorageNode
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.scheduling.volumes.scoring import round_half_away
 
 REPLICATED_PROVISIONER = "replicated.volsched.io"
 LOCALITY_LABEL = "volsched.io/locality"

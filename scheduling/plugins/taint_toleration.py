@@ -12,12 +12,12 @@ which taint to tolerate).
 
 from __future__ import annotations
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod, Toleration
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SUCCESS, Status, unresolvable
-from scheduling.plugins.normalize import default_normalize
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod, Toleration
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SUCCESS, Status, unresolvable
+from volsched.scheduling.plugins.normalize import default_normalize
 
 MAX_NODE_SCORE = 100
 _HARD_EFFECTS = ("NoSchedule", "NoExecute")

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import (
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import (
     SKIP,
     SUCCESS,
     Code,
@@ -19,7 +19,7 @@ from scheduling.framework.status import (
     error,
     unresolvable,
 )
-from scheduling.volumes.binder import (
+from volsched.scheduling.volumes.binder import (
     AssumedVolumes,
     BinderCycle,
     PodVolumes,
@@ -27,15 +27,19 @@ from scheduling.volumes.binder import (
     find_pod_volumes,
     revert_assumed_volumes,
 )
-from scheduling.volumes.claims import (
+from volsched.scheduling.volumes.claims import (
     ClaimProblem,
     check_pod_claims,
     classify_pod_claims,
     local_volume_node_names,
 )
-from scheduling.volumes.matching import ClaimMatcher, claim_request
-from scheduling.volumes.provisioning import ProvisionerCheck, ProvisionError, capacities_by_class
-from scheduling.volumes.scoring import (
+from volsched.scheduling.volumes.matching import ClaimMatcher, claim_request
+from volsched.scheduling.volumes.provisioning import (
+    ProvisionerCheck,
+    ProvisionError,
+    capacities_by_class,
+)
+from volsched.scheduling.volumes.scoring import (
     DEFAULT_SHAPE,
     ShapePoint,
     class_score,

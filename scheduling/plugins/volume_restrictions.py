@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 # Current kube-scheduler's wording (older releases: "node has pod using

@@ -6,15 +6,15 @@ snapshot, keeps one ``ScheduledSpace`` for the pass, and calls ``schedule_volume
 a claim against a pod's candidate node.  Time comes in as ``now``; nothing here reads a clock or does I/O.
 """
 
-from scheduling.replicas.cluster import ReplicaCluster, ScheduledSpace
-from scheduling.replicas.results import DiskPlacement, VolumePlacement
-from scheduling.replicas.scheduler import (
+from volsched.scheduling.replicas.cluster import ReplicaCluster, ScheduledSpace
+from volsched.scheduling.replicas.results import DiskPlacement, VolumePlacement
+from volsched.scheduling.replicas.scheduler import (
     place_for_new_volume,
     replicas_to_fill,
     schedule_volume,
     schedule_volumes,
 )
-from scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
+from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
 
 __all__ = [
     "DiskPlacement",

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from cache.objects.replicated import Replica, Volume
-from scheduling.replicas.cluster import ReplicaCluster
-from scheduling.replicas.settings import ReplicaSchedulingSettings
+from volsched.cache.objects.replicated import Replica, Volume
+from volsched.scheduling.replicas.cluster import ReplicaCluster
+from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 
 
 def replenishment_wait_over(

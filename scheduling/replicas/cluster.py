@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from cache.objects.core import Node
-from cache.objects.replicated import Replica, StorageNode
+from volsched.cache.objects.core import Node
+from volsched.cache.objects.replicated import Replica, StorageNode
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 REGION_LABEL = "topology.kubernetes.io/region"

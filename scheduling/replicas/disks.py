@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from scheduling.replicas import reasons
-from scheduling.replicas.cluster import DiskInfo, ReplicaCluster, ScheduledSpace
-from scheduling.replicas.settings import ReplicaSchedulingSettings
+from volsched.scheduling.replicas import reasons
+from volsched.scheduling.replicas.cluster import DiskInfo, ReplicaCluster, ScheduledSpace
+from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 
 # A qualifying disk: (name, usable bytes = available − reserved − scheduled (≥ 0),
 # available − reserved, headroom = over-provisioning limit − scheduled).

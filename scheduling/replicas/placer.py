@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scheduling.replicas import reasons
-from scheduling.replicas.candidates import Occupancy, first_tier, later_tiers
-from scheduling.replicas.disks import NO_CANDIDATES, DiskStage, Group, NodeCandidates
-from scheduling.replicas.results import DiskPlacement, VolumePlacement
-from scheduling.replicas.selection import select
+from volsched.scheduling.replicas import reasons
+from volsched.scheduling.replicas.candidates import Occupancy, first_tier, later_tiers
+from volsched.scheduling.replicas.disks import NO_CANDIDATES, DiskStage, Group, NodeCandidates
+from volsched.scheduling.replicas.results import DiskPlacement, VolumePlacement
+from volsched.scheduling.replicas.selection import select
 
 
 @dataclass(frozen=True, slots=True)

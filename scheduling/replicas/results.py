@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduling.replicas.reasons import joined
+from volsched.scheduling.replicas.reasons import joined
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cache.objects.replicated import (
+from volsched.cache.objects.replicated import (
     ANTI_AFFINITY_DISABLED,
     ANTI_AFFINITY_ENABLED,
     DATA_LOCALITIES,
@@ -18,12 +18,12 @@ from cache.objects.replicated import (
     Replica,
     Volume,
 )
-from scheduling.replicas.candidates import Occupancy, classify, replenishment_wait_over
-from scheduling.replicas.cluster import ReplicaCluster, ScheduledSpace
-from scheduling.replicas.disks import disk_stage
-from scheduling.replicas.placer import PlacementRequest, Placer
-from scheduling.replicas.results import VolumePlacement
-from scheduling.replicas.settings import ReplicaSchedulingSettings
+from volsched.scheduling.replicas.candidates import Occupancy, classify, replenishment_wait_over
+from volsched.scheduling.replicas.cluster import ReplicaCluster, ScheduledSpace
+from volsched.scheduling.replicas.disks import disk_stage
+from volsched.scheduling.replicas.placer import PlacementRequest, Placer
+from volsched.scheduling.replicas.results import VolumePlacement
+from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 
 
 def _soft(override: str, setting: bool) -> bool:

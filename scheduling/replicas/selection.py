@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduling.replicas.disks import Group
-from scheduling.replicas.settings import DISK_SELECTION_MOST_USABLE
+from volsched.scheduling.replicas.disks import Group
+from volsched.scheduling.replicas.settings import DISK_SELECTION_MOST_USABLE
 
 
 def most_even(values: Sequence[int], size: int, must_fit: bool) -> int | None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from cache.errors import ConfigError
+from volsched.cache.errors import ConfigError
 
 DISK_SELECTION_BALANCED = "balanced"
 DISK_SELECTION_MOST_USABLE = "most-usable"

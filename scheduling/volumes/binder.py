@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.storage import (
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.storage import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     ClaimRef,
@@ -21,9 +21,9 @@ from cache.objects.storage import (
     PersistentVolume,
     PersistentVolumeClaim,
 )
-from scheduling.volumes.claims import PodVolumeClaims
-from scheduling.volumes.matching import ClaimMatcher
-from scheduling.volumes.provisioning import ProvisionerCheck, check_provisions
+from volsched.scheduling.volumes.claims import PodVolumeClaims
+from volsched.scheduling.volumes.matching import ClaimMatcher
+from volsched.scheduling.volumes.provisioning import ProvisionerCheck, check_provisions
 
 REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cache.cluster import ClusterCache
-from cache.objects.core import Pod
-from cache.objects.storage import PersistentVolumeClaim
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import Pod
+from volsched.cache.objects.storage import PersistentVolumeClaim
 
 
 class ClaimProblem(Exception):

@@ -20,9 +20,9 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.storage import PersistentVolume, PersistentVolumeClaim
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.storage import PersistentVolume, PersistentVolumeClaim
 
 
 def claim_request(claim: PersistentVolumeClaim) -> int:

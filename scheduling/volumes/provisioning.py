@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.selectors import match_topology_terms
-from cache.objects.storage import (
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.selectors import match_topology_terms
+from volsched.cache.objects.storage import (
     NO_PROVISIONER,
     CSIStorageCapacity,
     PersistentVolumeClaim,

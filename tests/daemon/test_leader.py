@@ -18,10 +18,10 @@ from typing import Any, NoReturn
 
 import pytest
 
-from cache.errors import ConfigError, NotFound
-from daemon.kube_client import KubeClient
-from daemon.leader import LeaderElectionSettings, LeaderElector, micro_time
-from emulator import ApiServer, ControllerSettings, write_kubeconfig
+from volsched.cache.errors import ConfigError, NotFound
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.leader import LeaderElectionSettings, LeaderElector, micro_time
+from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 Raw = dict[str, Any]
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from cache.objects.core import Pod
-from daemon.queueing import SchedulingQueue
 from tests.support import parse, pod
+from volsched.cache.objects.core import Pod
+from volsched.daemon.queueing import SchedulingQueue
 
 
 class Clock:

@@ -19,10 +19,10 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from cache.objects.registry import KINDS
-from daemon.config import settings_from_data
-from daemon.watching import CORE_KINDS, STORAGE_KINDS
-from scheduling.policy import default_policy, parse_policy
+from volsched.cache.objects.registry import KINDS
+from volsched.daemon.config import settings_from_data
+from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS
+from volsched.scheduling.policy import default_policy, parse_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 
-from emulator import ApiServer, ControllerSettings
 from tests.emulator.support import Api
+from volsched.emulator import ApiServer, ControllerSettings
 
 
 @pytest.fixture(autouse=True)

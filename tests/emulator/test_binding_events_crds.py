@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from emulator import ApiServer
 from tests.emulator.support import Api, crd, pod
+from volsched.emulator import ApiServer
 
 PODS = "/api/v1/namespaces/default/pods"
 

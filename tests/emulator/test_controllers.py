@@ -7,7 +7,6 @@ import asyncio
 import aiohttp
 import pytest
 
-from emulator import ApiServer, ControllerSettings
 from tests.emulator.support import (
     VOLSCHED_CRDS,
     Api,
@@ -19,6 +18,7 @@ from tests.emulator.support import (
     pvc,
     storage_class,
 )
+from volsched.emulator import ApiServer, ControllerSettings
 
 CLAIMS = "/api/v1/namespaces/default/persistentvolumeclaims"
 PVS = "/api/v1/persistentvolumes"

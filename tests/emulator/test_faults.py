@@ -7,8 +7,8 @@ import asyncio
 import aiohttp
 import pytest
 
-from emulator import ApiServer, RequestRecord
 from tests.emulator.support import Api, eventually, pod, pv
+from volsched.emulator import ApiServer, RequestRecord
 
 PODS = "/api/v1/namespaces/default/pods"
 PVS = "/api/v1/persistentvolumes"

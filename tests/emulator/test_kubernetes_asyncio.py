@@ -8,7 +8,7 @@ import pytest
 from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from emulator import ApiServer, write_kubeconfig
+from volsched.emulator import ApiServer, write_kubeconfig
 
 
 async def test_kubernetes_asyncio_lists_watches_and_binds(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from emulator import ApiServer
 from tests.emulator.support import Api, node, pod
+from volsched.emulator import ApiServer
 
 PODS = "/api/v1/namespaces/default/pods"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import yaml
 
-from emulator import ApiServer
 from tests.emulator.support import Api, node, pod, pv, pvc
+from volsched.emulator import ApiServer
 
 PVS = "/api/v1/persistentvolumes"
 PODS = "/api/v1/namespaces/default/pods"

@@ -1,4 +1,4 @@
-"""``python -m emulator`` serves a loaded file until interrupted."""
+"""``python -m volsched.emulator`` serves a loaded file until interrupted."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ async def test_python_m_emulator_serves_the_example_cluster(tmp_path: Path) -> N
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "emulator",
+        "volsched.emulator",
         "--port",
         "0",
         "--load",

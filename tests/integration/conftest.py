@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 import yaml
 
-from daemon.app import Daemon, DaemonOptions, open_daemon
-from daemon.config import DatabaseSettings, HttpSettings, Settings
-from daemon.kube_client import KubeClient
-from daemon.leader import LeaderElectionSettings, default_identity
-from daemon.watching import WatchSettings
-from emulator import ApiServer, ControllerSettings, write_kubeconfig
 from tests.emulator.support import eventually as _eventually
+from volsched.daemon.app import Daemon, DaemonOptions, open_daemon
+from volsched.daemon.config import DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.leader import LeaderElectionSettings, default_identity
+from volsched.daemon.watching import WatchSettings
+from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 Raw = dict[str, Any]
@@ -145,7 +145,7 @@ class Cluster:
         return await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "daemon.cli",
+            "volsched.daemon.cli",
             "run",
             "--kubeconfig",
             str(self.kubeconfig),

@@ -9,10 +9,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from daemon.app import Daemon
-from emulator import ControllerSettings
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
+from volsched.daemon.app import Daemon
+from volsched.emulator import ControllerSettings
 
 Raw = dict[str, Any]
 

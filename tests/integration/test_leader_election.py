@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from daemon.config import DatabaseSettings
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import node, pod
+from volsched.daemon.config import DatabaseSettings
 
 
 async def test_only_the_leader_schedules_and_a_graceful_stop_hands_over(cluster: Cluster) -> None:

@@ -12,9 +12,9 @@ import time
 import aiohttp
 import pytest
 
-from emulator import ControllerSettings
 from tests.integration.conftest import FAST, Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
+from volsched.emulator import ControllerSettings
 
 BASE = [node("node-1", "zone-a"), node("node-2", "zone-b"), storage_class("local")]
 

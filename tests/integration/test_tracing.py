@@ -8,11 +8,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from daemon.app import DaemonOptions, open_daemon
-from daemon.kube_client import KubeClient
-from daemon.tracing import make_tracer
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
+from volsched.daemon.app import DaemonOptions, open_daemon
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.tracing import make_tracer
 
 
 async def test_span_tree_of_a_scheduled_pod(cluster: Cluster) -> None:

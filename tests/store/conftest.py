@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from cache.store import Store
+from volsched.cache.store import Store
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 

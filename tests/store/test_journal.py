@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cache.errors import StoreError
-from cache.store import Store
+from volsched.cache.errors import StoreError
+from volsched.cache.store import Store
 
 from .conftest import NOW, Query, assert_no_tasks_left
 

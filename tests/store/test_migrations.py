@@ -14,10 +14,10 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from cache.store import migrate
-from cache.store.connecting import create_sync_engine
-from cache.store.migrating import alembic_config, head_revision, known_revisions
-from cache.store.schema import metadata
+from volsched.cache.store import migrate
+from volsched.cache.store.connecting import create_sync_engine
+from volsched.cache.store.migrating import alembic_config, head_revision, known_revisions
+from volsched.cache.store.schema import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"alembic_version", "objects", "assumed", "resume_points", "journal"}

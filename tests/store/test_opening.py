@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from cache.errors import StoreError
-from cache.store import OpenResult, Store
+from volsched.cache.errors import StoreError
+from volsched.cache.store import OpenResult, Store
 
 from .conftest import Query, assert_no_tasks_left, clock
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cache.store.pending import PendingWrites
+from volsched.cache.store.pending import PendingWrites
 
 
 def test_the_latest_write_per_key_is_kept_and_counted_once() -> None:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from cache.errors import StoreError
-from cache.store import Store, StoredState
+from volsched.cache.errors import StoreError
+from volsched.cache.store import Store, StoredState
 
 from .conftest import NOW, Query, clock
 

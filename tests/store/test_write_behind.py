@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from cache.errors import StoreError
-from cache.store import Store, StoreStats
+from volsched.cache.errors import StoreError
+from volsched.cache.store import Store, StoreStats
 
 from .conftest import Query, assert_no_tasks_left, clock
 

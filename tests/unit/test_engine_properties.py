@@ -9,12 +9,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cache.cluster import ClusterCache
-from scheduling.framework.runner import Scheduler
-from scheduling.policy import default_policy
-from scheduling.profile_builder import PluginSet, build_profile
-from scheduling.simulation import SimulationResult, simulate
 from tests.support import cluster, node, pod, pv, pvc, storage_class
+from volsched.cache.cluster import ClusterCache
+from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.policy import default_policy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.simulation import SimulationResult, simulate
 
 ZONE = "topology.kubernetes.io/zone"
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cache.errors import ConfigError
-from scheduling.policy import default_policy, parse_policy
+from volsched.cache.errors import ConfigError
+from volsched.scheduling.policy import default_policy, parse_policy
 
 
 def test_full_policy_with_configurable_entries_and_aliases() -> None:

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from scheduling.plugins.volume_binding import rejection_details
 from tests.support import pod, pvc
 from tests.unit.replicas.builders import GB, Disk
 from tests.unit.test_storage_locality import (
@@ -27,6 +26,7 @@ from tests.unit.test_storage_locality import (
     run,
     volume,
 )
+from volsched.scheduling.plugins.volume_binding import rejection_details
 
 SPACE = "node(s) did not have enough free storage"
 INSUFFICIENT = "insufficient storage"
@@ -526,10 +526,14 @@ def test_promised_space_is_handed_back_once_the_storage_agent_counts_it() -> Non
     promise, once in the disk's storageScheduled reported by the storage agent."""
     import dataclasses
 
-    from cache.cluster import ClusterCache
-    from scheduling.replicas import DiskPlacement, ReplicaSchedulingSettings, VolumePlacement
-    from scheduling.storage_placement import ReplicaContext
     from tests.support import parse
+    from volsched.cache.cluster import ClusterCache
+    from volsched.scheduling.replicas import (
+        DiskPlacement,
+        ReplicaSchedulingSettings,
+        VolumePlacement,
+    )
+    from volsched.scheduling.storage_placement import ReplicaContext
 
     cache = ClusterCache()
     for raw in host("n1", "zone-a"):

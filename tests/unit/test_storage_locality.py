@@ -15,20 +15,20 @@ from typing import Any
 
 import pytest
 
-from cache.cluster import ClusterCache
-from cache.objects.fields import parse_time
-from scheduling.framework.runner import Decision, Scheduler
-from scheduling.policy import default_policy
-from scheduling.profile_builder import PluginSet, build_profile
-from scheduling.replicas import ReplicaSchedulingSettings
-from scheduling.simulation import PodOutcome, SimulationResult, simulate
-from scheduling.storage_placement import (
+from tests.support import cluster, node, pod, pv, pvc, storage_class
+from tests.unit.replicas.builders import GB, Disk, Host, raw_storage_node
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.fields import parse_time
+from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.policy import default_policy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.replicas import ReplicaSchedulingSettings
+from volsched.scheduling.simulation import PodOutcome, SimulationResult, simulate
+from volsched.scheduling.storage_placement import (
     REPLICATED_PROVISIONER,
     ReplicaContext,
     ReplicatedProvisioner,
 )
-from tests.support import cluster, node, pod, pv, pvc, storage_class
-from tests.unit.replicas.builders import GB, Disk, Host, raw_storage_node
 
 Raw = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"

@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from cache.assumed import AssumeCache, AssumeError
-from cache.objects.storage import PersistentVolume
 from tests.support import parse, pv
+from volsched.cache.assumed import AssumeCache, AssumeError
+from volsched.cache.objects.storage import PersistentVolume
 
 
 def version(obj: PersistentVolume, rv: int) -> PersistentVolume:

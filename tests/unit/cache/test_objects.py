@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from cache.errors import ObjectError
-from cache.objects.registry import KINDS
 from tests.support import node, pod, pv, pvc, storage_class
+from volsched.cache.errors import ObjectError
+from volsched.cache.objects.registry import KINDS
 
 
 def parse(raw: dict[str, Any]) -> Any:

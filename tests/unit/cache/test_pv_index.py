@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cache.cluster import ClusterCache
 from tests.support import node, parse, pv
+from volsched.cache.cluster import ClusterCache
 
 NODES = [f"n{i}" for i in range(5)]
 ZONES = ["a", "b"]

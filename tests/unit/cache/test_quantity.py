@@ -2,7 +2,13 @@ from fractions import Fraction
 
 import pytest
 
-from cache.quantity import QuantityError, ceil_milli_value, ceil_value, format_bytes, parse_quantity
+from volsched.cache.quantity import (
+    QuantityError,
+    ceil_milli_value,
+    ceil_value,
+    format_bytes,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(

@@ -8,18 +8,18 @@ from collections.abc import Collection
 
 import pytest
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.profile import Predicate, Priority, Profile
-from scheduling.framework.runner import (
+from tests.support import cluster, node, pod
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.profile import Predicate, Priority, Profile
+from volsched.scheduling.framework.runner import (
     Scheduler,
     fit_error_message,
     num_feasible_nodes_to_find,
 )
-from scheduling.framework.status import SUCCESS, Status, error, unschedulable
-from tests.support import cluster, node, pod
+from volsched.scheduling.framework.status import SUCCESS, Status, error, unschedulable
 
 
 class RejectNodes:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.plugins.equal_priority import EqualPriority
 from tests.support import cluster, node, parse, pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.plugins.equal_priority import EqualPriority
 
 
 def test_every_node_scores_one() -> None:

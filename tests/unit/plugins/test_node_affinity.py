@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import SKIP, Code
-from scheduling.plugins.node_affinity import NodeAffinity
 from tests.support import cluster, node, parse, pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, Code
+from volsched.scheduling.plugins.node_affinity import NodeAffinity
 
 Raw = dict[str, Any]
 REASON = "node(s) didn't match Pod's node affinity/selector"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code
-from scheduling.plugins.node_label import NodeLabelPreference, NodeLabelPresence
 from tests.support import cluster, node, parse, pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code
+from volsched.scheduling.plugins.node_label import NodeLabelPreference, NodeLabelPresence
 
 NODE_LABELS = {"foo": "any value", "bar": ""}
 

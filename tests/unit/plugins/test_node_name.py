@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code
-from scheduling.plugins.node_name import NodeName
 from tests.support import cluster, node, parse, pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code
+from volsched.scheduling.plugins.node_name import NodeName
 
 
 @pytest.mark.parametrize(

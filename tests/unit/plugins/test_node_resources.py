@@ -13,18 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cache.cluster import ClusterCache
-from cache.node_info import NodeInfo
-from cache.objects.core import Pod
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code, Status, unresolvable, unschedulable
-from scheduling.plugins.node_resources import (
+from tests.support import cluster, node, parse, pod
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code, Status, unresolvable, unschedulable
+from volsched.scheduling.plugins.node_resources import (
     BalancedAllocation,
     LeastAllocated,
     NodeResourcesFit,
     is_scalar_resource,
 )
-from tests.support import cluster, node, parse, pod
 
 Raw = dict[str, Any]
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code
-from scheduling.plugins.node_unschedulable import NodeUnschedulable
 from tests.support import cluster, node, parse, pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code
+from volsched.scheduling.plugins.node_unschedulable import NodeUnschedulable
 
 TOLERATES_UNSCHEDULABLE = {
     "key": "node.kubernetes.io/unschedulable",

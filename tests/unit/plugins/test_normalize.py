@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.plugins.normalize import default_normalize
+from volsched.scheduling.plugins.normalize import default_normalize
 
 
 @pytest.mark.parametrize(

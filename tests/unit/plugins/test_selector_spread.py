@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code
-from scheduling.plugins.selector_spread import SelectorSpread, default_selector
 from tests.support import cluster, meta, node, parse, pod, service
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code
+from volsched.scheduling.plugins.selector_spread import SelectorSpread, default_selector
 
 Raw = dict[str, Any]
 LABELS1 = {"foo": "bar", "baz": "blah"}

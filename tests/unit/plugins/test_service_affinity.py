@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code
-from scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
 from tests.support import cluster, node, parse, pod, service
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code
+from volsched.scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
 
 Raw = dict[str, Any]
 SELECTOR = {"foo": "bar"}

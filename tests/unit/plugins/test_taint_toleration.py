@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code
-from scheduling.plugins.taint_toleration import TaintToleration, untolerated_reason
 from tests.support import cluster, node, parse, pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code
+from volsched.scheduling.plugins.taint_toleration import TaintToleration, untolerated_reason
 
 Raw = dict[str, Any]
 

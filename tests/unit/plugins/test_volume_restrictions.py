@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from scheduling.framework.cycle_state import CycleState
-from scheduling.framework.status import Code, Status
-from scheduling.plugins.volume_restrictions import VolumeRestrictions
 from tests.support import cluster, node, parse, pod, pvc
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import Code, Status
+from volsched.scheduling.plugins.volume_restrictions import VolumeRestrictions
 
 Raw = dict[str, Any]
 DISK_REASON = "node(s) had no available disk"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from cache.objects.core import Node, parse_node
-from cache.objects.replicated import (
+from volsched.cache.objects.core import Node, parse_node
+from volsched.cache.objects.replicated import (
     Replica,
     StorageNode,
     Volume,
@@ -18,9 +18,9 @@ from cache.objects.replicated import (
     parse_storage_node,
     parse_volume,
 )
-from scheduling.replicas import ReplicaCluster, ReplicaSchedulingSettings, ScheduledSpace
-from scheduling.replicas import schedule_volume as _schedule_volume
-from scheduling.replicas.results import VolumePlacement
+from volsched.scheduling.replicas import ReplicaCluster, ReplicaSchedulingSettings, ScheduledSpace
+from volsched.scheduling.replicas import schedule_volume as _schedule_volume
+from volsched.scheduling.replicas.results import VolumePlacement
 
 GB = 10**9
 Raw = dict[str, Any]

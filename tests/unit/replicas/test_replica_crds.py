@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from cache.objects.registry import KINDS
-from cache.objects.replicated import (
+from volsched.cache.objects.registry import KINDS
+from volsched.cache.objects.replicated import (
     ANTI_AFFINITY_OVERRIDES,
     DATA_LOCALITIES,
     ROBUSTNESS_VALUES,

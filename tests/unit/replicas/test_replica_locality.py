@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from scheduling.replicas import ScheduledSpace, place_for_new_volume
 from tests.unit.replicas.builders import (
     GB,
     Disk,
@@ -18,6 +17,7 @@ from tests.unit.replicas.builders import (
     spots,
     volume,
 )
+from volsched.scheduling.replicas import ScheduledSpace, place_for_new_volume
 
 
 def hosts() -> list[Host]:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from cache.errors import ObjectError
-from cache.objects.registry import KINDS
-from cache.objects.replicated import (
+from volsched.cache.errors import ObjectError
+from volsched.cache.objects.registry import KINDS
+from volsched.cache.objects.replicated import (
     DiskStatus,
     parse_replica,
     parse_storage_node,

@@ -10,16 +10,6 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cache.objects.replicated import Volume
-from scheduling.replicas import (
-    ReplicaCluster,
-    ReplicaSchedulingSettings,
-    ScheduledSpace,
-    VolumePlacement,
-    place_for_new_volume,
-    schedule_volume,
-)
-from scheduling.replicas.disks import over_provisioning_limit
 from tests.unit.replicas.builders import (
     GB,
     Disk,
@@ -29,6 +19,16 @@ from tests.unit.replicas.builders import (
     storage_node,
     volume,
 )
+from volsched.cache.objects.replicated import Volume
+from volsched.scheduling.replicas import (
+    ReplicaCluster,
+    ReplicaSchedulingSettings,
+    ScheduledSpace,
+    VolumePlacement,
+    place_for_new_volume,
+    schedule_volume,
+)
+from volsched.scheduling.replicas.disks import over_provisioning_limit
 
 ZONES = ["z1", "z2", "z3", None]
 

@@ -6,8 +6,6 @@ from typing import Any
 
 import pytest
 
-from scheduling.replicas import ScheduledSpace, schedule_volume
-from scheduling.replicas.selection import most_even
 from tests.unit.replicas.builders import (
     GB,
     Disk,
@@ -18,6 +16,8 @@ from tests.unit.replicas.builders import (
     spots,
     volume,
 )
+from volsched.scheduling.replicas import ScheduledSpace, schedule_volume
+from volsched.scheduling.replicas.selection import most_even
 
 # Minimal-available 0 % so that usable space alone decides.
 FREE: dict[str, Any] = {"storage_minimal_available_percentage": 0}

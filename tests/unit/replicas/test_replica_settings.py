@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from cache.errors import ConfigError
-from scheduling.replicas import ReplicaSchedulingSettings, settings_from_mapping
+from volsched.cache.errors import ConfigError
+from volsched.scheduling.replicas import ReplicaSchedulingSettings, settings_from_mapping
 
 
 def test_defaults_are_longhorns() -> None:

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from scheduling.replicas import ScheduledSpace, schedule_volume
-from scheduling.replicas.cluster import DiskInfo
-from scheduling.replicas.disks import minimal_available, over_provisioning_limit, space_fits
 from tests.unit.replicas.builders import (
     GB,
     Disk,
@@ -16,6 +13,13 @@ from tests.unit.replicas.builders import (
     settings,
     spots,
     volume,
+)
+from volsched.scheduling.replicas import ScheduledSpace, schedule_volume
+from volsched.scheduling.replicas.cluster import DiskInfo
+from volsched.scheduling.replicas.disks import (
+    minimal_available,
+    over_provisioning_limit,
+    space_fits,
 )
 
 

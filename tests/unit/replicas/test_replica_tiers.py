@@ -6,8 +6,6 @@ from typing import Any
 
 import pytest
 
-from cache.objects.replicated import parse_volume
-from scheduling.replicas import ScheduledSpace, replicas_to_fill, schedule_volumes
 from tests.unit.replicas.builders import (
     GB,
     Disk,
@@ -20,6 +18,8 @@ from tests.unit.replicas.builders import (
     volume,
     zones_hosts,
 )
+from volsched.cache.objects.replicated import parse_volume
+from volsched.scheduling.replicas import ScheduledSpace, replicas_to_fill, schedule_volumes
 
 T0 = 1_700_000_000.0
 DEGRADED_AT = "2023-11-14T22:13:20Z"  # T0

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from cache.cluster import ClusterCache
-from scheduling.framework.profile import Predicate, Priority, Profile
-from scheduling.framework.runner import Decision, Scheduler
-from scheduling.plugins.volume_binding import VolumeBinding
-from scheduling.plugins.volume_zone import VolumeZone
-from scheduling.simulation import claim_outcomes
 from tests.support import cluster, node, pod, pv, pvc, storage_class
+from volsched.cache.cluster import ClusterCache
+from volsched.scheduling.framework.profile import Predicate, Priority, Profile
+from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.volume_binding import VolumeBinding
+from volsched.scheduling.plugins.volume_zone import VolumeZone
+from volsched.scheduling.simulation import claim_outcomes
 
 AFFINITY = "node(s) had volume node affinity conflict"
 BIND = "node(s) didn't find available persistent volumes to bind"
@@ -442,8 +442,8 @@ def test_a_node_lists_every_volume_problem_it_has() -> None:
 
 
 def test_prebinding_keeps_an_authors_reservation() -> None:
-    from scheduling.volumes.binder import bind_volume_to_claim
     from tests.support import parse
+    from volsched.scheduling.volumes.binder import bind_volume_to_claim
 
     claim = parse(pvc("c1"))
     reserved = parse(pv("mine", "10Gi", claim=("default", "c1")))
