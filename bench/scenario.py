@@ -13,6 +13,11 @@ Shapes of storage, after kube-scheduler's scheduler_perf workloads:
   those pods is labelled ``strict``);
 - ``none``: pods without volumes.
 
+With ``constrained``, every pod (running and measured) belongs to one of ``groups``
+StatefulSet-like groups (label ``app``), and every measured pod carries what such
+workloads write: a required pod anti-affinity to its own group on
+``kubernetes.io/hostname`` and a DoNotSchedule spread constraint over zones (maxSkew 1).
+
 Initial pods are already running (``spec.nodeName`` set, phase Running) and are spread
 round-robin over the nodes; in the ``prebound`` shape each has its own bound claim, as
 scheduler_perf's ``initPods`` do.  Every object carries ``apiVersion`` so the emulator
@@ -52,6 +57,9 @@ class Scenario:
     # StorageNodes with this many disks each (0: none; the replicated shape uses 4).
     disks_per_node: int = 0
     replicas: int = 3
+    # Pods in StatefulSet-like groups with anti-affinity and zone spread (see above).
+    constrained: bool = False
+    groups: int = 2000
 
     @property
     def storage_disks(self) -> int:
@@ -135,8 +143,35 @@ def _claim(name: str, size_gi: int, storage_class: str, volume: str = "") -> Raw
     }
 
 
+def _group_constraints(group: str) -> Raw:
+    """Required anti-affinity to the pod's own group per node, and even spread per zone."""
+    selector = {"matchLabels": {"app": group}}
+    return {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": selector, "topologyKey": HOSTNAME}
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ],
+    }
+
+
 def _pod(
-    name: str, claim: str | None, node: str = "", created: int = 0, labels: Raw | None = None
+    name: str,
+    claim: str | None,
+    node: str = "",
+    created: int = 0,
+    labels: Raw | None = None,
+    constraints: Raw | None = None,
 ) -> Raw:
     spec: Raw = {
         "schedulerName": "volsched",
@@ -148,6 +183,8 @@ def _pod(
         spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
     if node:
         spec["nodeName"] = node
+    if constraints:
+        spec.update(constraints)
     metadata: Raw = {
         "name": name,
         "namespace": "bench",
@@ -368,7 +405,12 @@ def generate(scenario: Scenario) -> Iterator[Raw]:
                 yield _claim(claim, rng.choice((5, 10, 20)), "replicated")
         else:
             claim = ""
-        yield _pod(name, claim or None, node, number, labels)
+        constraints: Raw | None = None
+        if scenario.constrained:
+            group = f"group-{number % scenario.groups:05d}"
+            labels = {**(labels or {}), "app": group}
+            constraints = None if running else _group_constraints(group)
+        yield _pod(name, claim or None, node, number, labels, constraints)
 
 
 def is_measured_pod(raw: Raw) -> bool:

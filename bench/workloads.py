@@ -107,6 +107,52 @@ def engine_prebound(ctx: Context) -> Outcome:
     return {"series": series}, [], [png]
 
 
+def engine_constraints(ctx: Context) -> Outcome:
+    """Engine decisions where every measured pod has a required pod anti-affinity (per
+    node) and a zone spread constraint, among twice as many running pods of the same
+    groups (the shape of StatefulSets written for high availability), over a node series;
+    default profile. ``results.series`` holds engine_decisions' figures per size."""
+    sizes = [50, 100] if ctx.quick else [1000, 2000, 5000]
+    measured = 100 if ctx.quick else 1000
+    series = []
+    for nodes in sizes:
+        ctx.log(f"engine-constraints: {nodes} nodes, {2 * nodes} running pods")
+        scenario = Scenario(
+            nodes=nodes,
+            shape="none",
+            initial_pods=2 * nodes,
+            measured_pods=measured,
+            constrained=True,
+            groups=max(1, 2 * nodes // 5),
+        )
+        series.append(_engine(scenario))
+    lines = [
+        (p, [r["nodes"] for r in series], [r["ms_per_pod"][p] for r in series])
+        for p in ("p50", "p90", "p99")
+    ]
+    png = plots.latency_vs_size(
+        lines,
+        ctx.plot_path("engine-constraints", "latency"),
+        "Engine: per-pod decision time, pod anti-affinity + zone spread",
+        "nodes",
+        note=ctx.note,
+    )
+    last = series[-1]
+    p50 = last["ms_per_pod"]["p50"]
+    targets = [
+        target(
+            f"per-pod decision at {last['nodes']} nodes / {2 * last['nodes']} running pods, "
+            "required anti-affinity + zone spread",
+            "< 10 ms",
+            p50,
+            "ms (p50)",
+            p50 < 10,
+            ctx.quick,
+        )
+    ]
+    return {"series": series}, targets, [png]
+
+
 def engine_wffc_scaling(ctx: Context) -> Outcome:
     """The scaling series: nodes 500 → 5,000 at 10 WaitForFirstConsumer PVs per node
     (PVs 5,000 → 50,000), and PVs 5,000 → 50,000 at 5,000 nodes."""
@@ -455,6 +501,7 @@ def memory(ctx: Context) -> Outcome:
 WORKLOADS: dict[str, Callable[[Context], Outcome]] = {
     "engine-prebound": engine_prebound,
     "engine-wffc-scaling": engine_wffc_scaling,
+    "engine-constraints": engine_constraints,
     "e2e-prebound": e2e_prebound,
     "e2e-wffc": e2e_wffc,
     "e2e-replicated": e2e_replicated,

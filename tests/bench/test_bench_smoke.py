@@ -47,7 +47,7 @@ def check_engine_series(series: list[dict[str, Any]]) -> None:
 
 
 def check_results(name: str, results: dict[str, Any]) -> None:
-    if name == "engine-prebound":
+    if name in ("engine-prebound", "engine-constraints"):
         check_engine_series(results["series"])
     elif name == "engine-wffc-scaling":
         check_engine_series(results["by_nodes"])
@@ -78,6 +78,7 @@ def check_results(name: str, results: dict[str, Any]) -> None:
 WORKLOADS = [
     "engine-prebound",
     "engine-wffc-scaling",
+    "engine-constraints",
     "e2e-prebound",
     "e2e-wffc",
     "e2e-replicated",
