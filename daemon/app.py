@@ -31,7 +31,7 @@ from opentelemetry.trace import Tracer
 
 from volsched.cache.assumed import AssumeError
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, ObjectError
+from volsched.cache.errors import ApiError, ConfigError, ObjectError
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import OpenResult, Store, StoreStats
 from volsched.daemon.binding import Binder, BindingSettings
@@ -52,8 +52,8 @@ from volsched.daemon.sd_notify import Notifier
 from volsched.daemon.tracing import make_tracer
 from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
 from volsched.scheduling.framework.runner import Scheduler
-from volsched.scheduling.policy import default_policy
 from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import default_profile
 from volsched.scheduling.storage_placement import (
     REPLICATED_PROVISIONER,
     ReplicaContext,
@@ -170,7 +170,18 @@ class Daemon:
         # The storage rules only act on pods with replicated volumes (they skip the
         # rest), so the daemon's default policy always carries them.
         policy_file = self.settings.policy_file
-        spec = load_policy_file(policy_file) if policy_file else default_policy(with_storage=True)
+        profiles = self.settings.profiles
+        if len(profiles) > 1:
+            raise ConfigError(
+                f"{self.settings.source}: the daemon runs one profile; "
+                f"{len(profiles)} are configured"
+            )
+        if policy_file:
+            spec = load_policy_file(policy_file)
+        elif profiles:
+            spec = profiles[0].policy
+        else:
+            spec = default_profile(with_storage=True).policy
         profile = build_profile(spec, self.plugins, self.settings.percentage_of_nodes_to_score)
         return Scheduler(self.cluster, profile, random.Random(self.options.seed))
 

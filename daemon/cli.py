@@ -28,6 +28,7 @@ from typing import Any
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, VolschedError
+from volsched.cache.objects.core import Pod
 from volsched.cache.objects.fields import parse_time
 from volsched.daemon.config import Settings, load_settings
 from volsched.daemon.policy_file import load_policy_file
@@ -35,8 +36,8 @@ from volsched.daemon.report import explain_json, explain_table, simulation_json,
 from volsched.daemon.snapshot_files import load_snapshot
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
-from volsched.scheduling.policy import PolicySpec, default_policy
 from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import ProfileSpec, default_profile
 from volsched.scheduling.simulation import PodOutcome, simulate
 from volsched.scheduling.storage_placement import (
     REPLICATED_PROVISIONER,
@@ -48,16 +49,31 @@ from volsched.scheduling.storage_placement import (
 @dataclass(slots=True)
 class Run:
     cluster: ClusterCache
-    profile: Profile
+    profiles: dict[str, Profile]
     outcomes: list[PodOutcome]
     volumes: list[dict[str, Any]]
 
+    def profile_for(self, pod: Pod) -> Profile:
+        return self.profiles.get(pod.scheduler_name) or next(iter(self.profiles.values()))
 
-def _policy(args: argparse.Namespace, settings: Settings, cluster: ClusterCache) -> PolicySpec:
+
+def _profiles(
+    args: argparse.Namespace, settings: Settings, cluster: ClusterCache
+) -> tuple[ProfileSpec, ...]:
+    """A Policy file, else the config's KubeSchedulerConfiguration profiles, else the
+    default profile (with the storage plugins when the snapshot runs replicated storage)."""
     path = args.policy or settings.policy_file
     if path:
-        return load_policy_file(path)
-    return default_policy(with_storage=bool(cluster.custom.get("StorageNode")))
+        if settings.profiles:
+            raise ConfigError(
+                f"{path}: a Policy file and a KubeSchedulerConfiguration's profiles "
+                "cannot both be given; keep one"
+            )
+        return (ProfileSpec(settings.scheduler_name, load_policy_file(path)),)
+    if settings.profiles:
+        return settings.profiles
+    storage = bool(cluster.custom.get("StorageNode"))
+    return (default_profile(with_storage=storage, scheduler_name=settings.scheduler_name),)
 
 
 def _now(args: argparse.Namespace) -> float:
@@ -73,13 +89,19 @@ def decide_snapshot(args: argparse.Namespace) -> Run:
     now = _now(args)
     settings = load_settings(args.config)
     cluster = load_snapshot(args.files)
-    spec = _policy(args, settings, cluster)
     replicas = ReplicaContext(cluster, settings.replica_scheduling, clock=lambda: now)
-    plugins = PluginSet(cluster, {REPLICATED_PROVISIONER: ReplicatedProvisioner(replicas)})
-    profile = build_profile(spec, plugins, settings.percentage_of_nodes_to_score)
-    scheduler = Scheduler(cluster, profile, random.Random(args.seed))
-    result = simulate(cluster, scheduler, replicas)
-    return Run(cluster, profile, result.pods, result.volumes)
+    checks = {REPLICATED_PROVISIONER: ReplicatedProvisioner(replicas)}
+    rng = random.Random(args.seed)
+    profiles: dict[str, Profile] = {}
+    schedulers: dict[str, Scheduler] = {}
+    for spec in _profiles(args, settings, cluster):
+        profile = build_profile(
+            spec.policy, PluginSet(cluster, checks), settings.percentage_of_nodes_to_score
+        )
+        profiles[spec.scheduler_name] = profile
+        schedulers[spec.scheduler_name] = Scheduler(cluster, profile, rng)
+    result = simulate(cluster, schedulers, replicas)
+    return Run(cluster, profiles, result.pods, result.volumes)
 
 
 def _add_snapshot_options(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +148,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise ConfigError(f"pod {args.pod} is not in the snapshot")
         raise ConfigError(f"pod {args.pod} is not pending (it runs on {pod.node_name or '?'})")
     nodes = [info.name for info in run.cluster.node_list()]
-    report = explain_json(outcome, run.profile, sorted(nodes))
+    report = explain_json(outcome, run.profile_for(outcome.pod), sorted(nodes))
     if _output_format(args) == "json":
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")

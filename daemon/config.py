@@ -2,12 +2,16 @@
 and the command line, and passed explicitly. No other module reads the environment.
 
 Every key has a default, so ``volsched run`` needs no file; a bad key or value is one
-``ConfigError`` naming the file and the key.
+``ConfigError`` naming the file and the key. The file holds volsched's own keys and/or a
+``KubeSchedulerConfiguration`` document (``---``-separated): its profiles, backoff,
+percentageOfNodesToScore, parallelism, leader election and kubeconfig fill the same
+tree. A value given in both documents is a mistake, not a silent override.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -18,6 +22,15 @@ import yaml
 from volsched.cache.errors import ConfigError
 from volsched.daemon.leader import LeaderElectionSettings
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
+from volsched.scheduling.scheduler_config import (
+    KIND as SCHEDULER_CONFIGURATION,
+)
+from volsched.scheduling.scheduler_config import (
+    ProfileSpec,
+    SchedulerConfiguration,
+    is_scheduler_configuration,
+    parse_scheduler_configuration,
+)
 
 DEFAULT_DATABASE_PATH = "./volsched.db"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:10351"
@@ -55,6 +68,8 @@ class Settings:
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     extender_path_prefix: str = "/scheduler"
     extender_locality_points: bool = False
+    # From a KubeSchedulerConfiguration; empty: one default profile named scheduler_name.
+    profiles: tuple[ProfileSpec, ...] = ()
     source: str = "(defaults)"
 
 
@@ -205,6 +220,108 @@ def settings_from_data(
     )
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: Any, where: str) -> float:
+    """A Go duration (``15s``, ``1m30s``, ``500ms``) in seconds."""
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where}: must be a duration such as 15s, not {value!r}")
+    position = 0
+    total = 0.0
+    for match in _DURATION.finditer(value):
+        if match.start() != position:
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+        position = match.end()
+    if position != len(value) or total <= 0:
+        raise ConfigError(f"{where}: must be a positive duration such as 15s, not {value!r}")
+    return total
+
+
+def apply_scheduler_configuration(
+    settings: Settings, config: SchedulerConfiguration, own: Mapping[str, Any], source: str
+) -> Settings:
+    """Fill the tree from a KubeSchedulerConfiguration; refuse values set twice."""
+
+    def once(own_key: str, ksc_key: str) -> None:
+        if own_key in own:
+            raise ConfigError(
+                f"{source}: {ksc_key} is set in the {SCHEDULER_CONFIGURATION} document and "
+                f"{own_key} in volsched's; keep one"
+            )
+
+    changes: dict[str, Any] = {"profiles": config.profiles}
+    if config.profiles:
+        once("schedulerName", "profiles[].schedulerName")
+        once("policyFile", "profiles")
+        changes["scheduler_name"] = config.profiles[0].scheduler_name
+        timeouts = {profile.bind_timeout_seconds for profile in config.profiles}
+        changes["bind_timeout_seconds"] = max(timeouts)
+    if config.percentage_of_nodes_to_score is not None:
+        once("percentageOfNodesToScore", "percentageOfNodesToScore")
+        changes["percentage_of_nodes_to_score"] = config.percentage_of_nodes_to_score
+    if config.parallelism is not None:
+        once("parallelism", "parallelism")
+        changes["parallelism"] = config.parallelism
+    if config.pod_initial_backoff_seconds is not None or config.pod_max_backoff_seconds is not None:
+        once("backoff", "podInitialBackoffSeconds/podMaxBackoffSeconds")
+        initial = config.pod_initial_backoff_seconds or settings.backoff.initial_seconds
+        maximum = config.pod_max_backoff_seconds or max(initial, settings.backoff.max_seconds)
+        if maximum < initial:
+            raise ConfigError(
+                f"{source}: podMaxBackoffSeconds must not be smaller than podInitialBackoffSeconds"
+            )
+        changes["backoff"] = BackoffSettings(initial, maximum)
+    if config.kubeconfig is not None:
+        once("kubeconfig", "clientConnection.kubeconfig")
+        changes["kubeconfig"] = config.kubeconfig
+    election = config.leader_election
+    if election:
+        once("leaderElection", "leaderElection")
+        lock = election.get("resourceLock", "leases")
+        if lock != "leases":
+            raise ConfigError(
+                f"{source}: leaderElection.resourceLock: volsched uses leases, not {lock!r}"
+            )
+        enabled = election.get("leaderElect", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{source}: leaderElection.leaderElect: must be true or false")
+        current = settings.leader_election
+        durations: dict[str, Any] = {}
+        for key, attribute in (
+            ("leaseDuration", "lease_duration_seconds"),
+            ("renewDeadline", "renew_deadline_seconds"),
+            ("retryPeriod", "retry_period_seconds"),
+        ):
+            if key in election:
+                durations[attribute] = parse_duration(
+                    election[key], f"{source}: leaderElection.{key}"
+                )
+        names: dict[str, Any] = {}
+        for key, attribute in (
+            ("resourceName", "lease_name"),
+            ("resourceNamespace", "lease_namespace"),
+        ):
+            if key in election:
+                value = election[key]
+                if not isinstance(value, str) or not value:
+                    raise ConfigError(f"{source}: leaderElection.{key}: must be a non-empty string")
+                names[attribute] = value
+        changes["leader_election"] = replace(current, enabled=enabled, **durations, **names)
+    return replace(settings, **changes)
+
+
+def _documents(text: str, path: str) -> list[Any]:
+    try:
+        return [document for document in yaml.safe_load_all(text) if document is not None]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}") from None
+
+
 def load_settings(path: str | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from a YAML file (or defaults when ``path`` is None)."""
     env = dict(os.environ) if environ is None else dict(environ)
@@ -214,10 +331,21 @@ def load_settings(path: str | None, environ: Mapping[str, str] | None = None) ->
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}") from None
-    return settings_from_data(data, str(path), env)
+    documents = _documents(text, str(path))
+    schedulers = [d for d in documents if is_scheduler_configuration(d)]
+    own = [d for d in documents if not is_scheduler_configuration(d)]
+    if len(schedulers) > 1:
+        raise ConfigError(
+            f"{path}: holds {len(schedulers)} {SCHEDULER_CONFIGURATION} documents; keep one"
+        )
+    if len(own) > 1:
+        raise ConfigError(f"{path}: holds {len(own)} volsched settings documents; keep one")
+    data = own[0] if own else {}
+    settings = settings_from_data(data, str(path), env)
+    if not schedulers:
+        return settings
+    source = f"{path} ({SCHEDULER_CONFIGURATION})"
+    config = parse_scheduler_configuration(
+        schedulers[0], source, with_storage=True, default_name=settings.scheduler_name
+    )
+    return apply_scheduler_configuration(settings, config, data, source)

@@ -22,6 +22,7 @@ from volsched.scheduling.plugins.node_resources import (
     NodeResourcesFit,
 )
 from volsched.scheduling.plugins.node_unschedulable import NodeUnschedulable
+from volsched.scheduling.plugins.resource_scoring import ResourceAllocationScore
 from volsched.scheduling.plugins.selector_spread import SelectorSpread
 from volsched.scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
 from volsched.scheduling.plugins.storage_locality import StorageNodeReady, VolumeLocality
@@ -59,17 +60,29 @@ class PluginSet:
         )
         return plugin
 
+    def node_affinity(self, argument: Mapping[str, Any]) -> NodeAffinity:
+        """One NodeAffinity for filter and score, with the profile's added affinity."""
+        plugin: NodeAffinity = self.shared(
+            "NodeAffinity", lambda: NodeAffinity(self.cluster, argument.get("addedAffinity"))
+        )
+        return plugin
+
     def predicate(self, kind: str, argument: Mapping[str, Any]) -> FilterPlugin:
         cluster = self.cluster
         builders: dict[str, Any] = {
             "PodFitsHostPorts": lambda: self.shared("NodePorts", lambda: NodePorts(cluster)),
             "PodFitsResources": lambda: self.shared(
-                "NodeResourcesFit", lambda: NodeResourcesFit(cluster)
+                "NodeResourcesFit",
+                lambda: NodeResourcesFit(
+                    cluster,
+                    argument.get("ignoredResources", ()),
+                    argument.get("ignoredResourceGroups", ()),
+                ),
             ),
             "NoDiskConflict": lambda: self.shared(
                 "VolumeRestrictions", lambda: VolumeRestrictions(cluster)
             ),
-            "MatchNodeSelector": lambda: self.shared("NodeAffinity", lambda: NodeAffinity(cluster)),
+            "MatchNodeSelector": lambda: self.node_affinity(argument),
             "HostName": lambda: self.shared("NodeName", lambda: NodeName(cluster)),
             "CheckNodeUnschedulable": lambda: self.shared(
                 "NodeUnschedulable", lambda: NodeUnschedulable(cluster)
@@ -101,8 +114,9 @@ class PluginSet:
             "BalancedResourceAllocation": lambda: BalancedAllocation(cluster),
             "SelectorSpreadPriority": lambda: SelectorSpread(cluster),
             "EqualPriority": lambda: EqualPriority(cluster),
-            "NodeAffinityPriority": lambda: self.shared(
-                "NodeAffinity", lambda: NodeAffinity(cluster)
+            "NodeAffinityPriority": lambda: self.node_affinity(argument),
+            "NodeResourcesFitScore": lambda: ResourceAllocationScore(
+                cluster, argument.get("scoringStrategy")
             ),
             "TaintTolerationPriority": lambda: self.shared(
                 "TaintToleration", lambda: TaintToleration(cluster)

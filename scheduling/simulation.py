@@ -3,6 +3,7 @@ the next: what ``volsched simulate`` and ``volsched explain`` show."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,18 +68,27 @@ class SimulationResult:
     volumes: list[dict[str, Any]]
 
 
+def scheduler_for(schedulers: Scheduler | Mapping[str, Scheduler], pod: Pod) -> Scheduler:
+    """The profile serving the pod's schedulerName; the first profile decides a pod that
+    names none of them (a snapshot asks what volsched would do with every pod)."""
+    if isinstance(schedulers, Scheduler):
+        return schedulers
+    return schedulers.get(pod.scheduler_name) or next(iter(schedulers.values()))
+
+
 def simulate(
     cluster: ClusterCache,
-    scheduler: Scheduler,
+    scheduler: Scheduler | Mapping[str, Scheduler],
     replicas: ReplicaContext | None,
     scheduler_name: str | None = None,
 ) -> SimulationResult:
     """Existing volumes' missing replicas first, then every pending pod in queue order;
-    a volume provisioned for a pod is listed right after that pod's decision."""
+    a volume provisioned for a pod is listed right after that pod's decision. With several
+    profiles (by scheduler name), each pod is decided by its own."""
     volumes = replicas.place_volumes() if replicas is not None else []
     outcomes = []
     for pod in pending_pods(cluster, scheduler_name):
-        decision = scheduler.schedule(pod)
+        decision = scheduler_for(scheduler, pod).schedule(pod)
         outcomes.append(PodOutcome(decision, claim_outcomes(decision)))
         assumed = assumed_volumes(decision.state)
         if assumed is None:

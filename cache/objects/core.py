@@ -12,13 +12,7 @@ from fractions import Fraction
 
 from volsched.cache.objects.fields import Fields, Raw
 from volsched.cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
-from volsched.cache.objects.selectors import (
-    NodeSelector,
-    NodeSelectorTerm,
-    PreferredTerm,
-    parse_node_selector,
-    parse_node_selector_term,
-)
+from volsched.cache.objects.selectors import NodeSelector, PreferredTerm, parse_node_affinity
 from volsched.cache.quantity import ceil_milli_value, ceil_value
 
 CPU = "cpu"
@@ -312,19 +306,7 @@ def parse_pod(raw: Raw) -> Pod:
     spec = Fields(raw.get("spec"), "Pod", meta.name, "spec")
     status = Fields(raw.get("status"), "Pod", meta.name, "status")
     requests, nonzero_cpu, nonzero_memory = _pod_requests(spec)
-    node_affinity = spec.sub("affinity").sub("nodeAffinity")
-    required: NodeSelector | None = None
-    if node_affinity.has("requiredDuringSchedulingIgnoredDuringExecution"):
-        required = parse_node_selector(
-            node_affinity.sub("requiredDuringSchedulingIgnoredDuringExecution")
-        )
-    preferred = []
-    for item in node_affinity.items("preferredDuringSchedulingIgnoredDuringExecution"):
-        weight = item.int("weight")
-        if not 1 <= weight <= 100:
-            raise item.fail("weight", "must be between 1 and 100")
-        term: NodeSelectorTerm = parse_node_selector_term(item.sub("preference"))
-        preferred.append(PreferredTerm(weight, term))
+    required, preferred = parse_node_affinity(spec.sub("affinity").sub("nodeAffinity"))
     return Pod(
         meta=meta,
         scheduler_name=spec.str("schedulerName", "default-scheduler") or "default-scheduler",
@@ -339,6 +321,6 @@ def parse_pod(raw: Raw) -> Pod:
         volumes=_volumes(spec, meta.name),
         node_selector=spec.str_map("nodeSelector"),
         required_affinity=required,
-        preferred_affinity=tuple(preferred),
+        preferred_affinity=preferred,
         tolerations=_tolerations(spec),
     )

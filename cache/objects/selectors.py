@@ -163,6 +163,24 @@ def parse_node_selector(selector: Fields) -> NodeSelector:
     )
 
 
+def parse_node_affinity(
+    affinity: Fields,
+) -> tuple[NodeSelector | None, tuple[PreferredTerm, ...]]:
+    """A ``nodeAffinity`` block (a pod's, or a scheduler profile's ``addedAffinity``)."""
+    required: NodeSelector | None = None
+    if affinity.has("requiredDuringSchedulingIgnoredDuringExecution"):
+        required = parse_node_selector(
+            affinity.sub("requiredDuringSchedulingIgnoredDuringExecution")
+        )
+    preferred = []
+    for item in affinity.items("preferredDuringSchedulingIgnoredDuringExecution"):
+        weight = item.int("weight")
+        if not 1 <= weight <= 100:
+            raise item.fail("weight", "must be between 1 and 100")
+        preferred.append(PreferredTerm(weight, parse_node_selector_term(item.sub("preference"))))
+    return required, tuple(preferred)
+
+
 def parse_label_selector(selector: Fields) -> LabelSelector:
     match_labels = tuple(sorted(selector.str_map("matchLabels").items()))
     expressions = tuple(

@@ -3,6 +3,10 @@
 Required: the pod's ``nodeSelector`` map AND its required node affinity (terms ORed, the
 expressions of a term ANDed, an empty term matching nothing). Preferred: the sum of the
 weights of the preferred terms a node matches, scaled to 0..100 against the best node.
+
+A scheduler profile may add affinity of its own (``NodeAffinityArgs.addedAffinity``): its
+required terms must hold on every node the profile uses, whatever the pod says, and its
+preferred terms score alongside the pod's.
 """
 
 from __future__ import annotations
@@ -21,7 +25,17 @@ from volsched.scheduling.plugins.normalize import default_normalize
 MAX_NODE_SCORE = 100
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_CONFLICT = "pod affinity terms conflict"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 _REJECTED = unresolvable(REASON_POD)
+_REJECTED_ENFORCED = unresolvable(REASON_ENFORCED)
+
+
+@dataclass(frozen=True, slots=True)
+class AddedAffinity:
+    """The profile's own node affinity, applied to every pod it schedules."""
+
+    required: NodeSelector | None = None
+    preferred: tuple[PreferredTerm, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +85,17 @@ class NodeAffinity:
 
     name = "NodeAffinity"
 
-    def __init__(self, cluster: ClusterCache) -> None:
+    def __init__(self, cluster: ClusterCache, added: AddedAffinity | None = None) -> None:
         self.cluster = cluster
+        self.added = added if added is not None and (added.required or added.preferred) else None
+        self._enforced = self.added.required if self.added is not None else None
         self._filter_key = f"PreFilter{self.name}"
         self._score_key = f"PreScore{self.name}"
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
         affinity = pod.required_affinity
         if affinity is None and not pod.node_selector:
-            return None, SKIP
+            return None, SKIP if self._enforced is None else SUCCESS
         state.write(self._filter_key, _required(pod))
         if affinity is None or not affinity.terms:
             return None, SUCCESS
@@ -89,6 +105,9 @@ class NodeAffinity:
         return names, SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        enforced = self._enforced
+        if enforced is not None and not enforced.matches(node.node.meta.labels, node.name):
+            return _REJECTED_ENFORCED
         required: _Required | None = state.read(self._filter_key)
         if required is None:
             required = _required(pod)
@@ -96,15 +115,18 @@ class NodeAffinity:
         return None if required.matches(node) else _REJECTED
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        if not pod.preferred_affinity:
+        preferred = pod.preferred_affinity
+        if self.added is not None:
+            preferred = preferred + self.added.preferred
+        if not preferred:
             return SKIP
-        state.write(self._score_key, pod.preferred_affinity)
+        state.write(self._score_key, preferred)
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         preferred: tuple[PreferredTerm, ...] | None = state.read(self._score_key)
         if preferred is None:
-            preferred = pod.preferred_affinity
+            preferred = pod.preferred_affinity + (self.added.preferred if self.added else ())
         labels = node.node.meta.labels
         name = node.name
         return sum(item.weight for item in preferred if item.term.matches(labels, name))

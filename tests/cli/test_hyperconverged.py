@@ -166,7 +166,7 @@ def test_a_volume_that_fits_nowhere_keeps_its_pod_pending(
         name: ["insufficient storage"] for name in ZONES
     }
     table = cli(capsys, "explain", "ml/archive", EXAMPLE, "--now", NOW, "-o", "table")
-    assert f"CheckVolumeBinding: {SPACE} (insufficient storage)" in table
+    assert f"VolumeBinding: {SPACE} (insufficient storage)" in table
 
 
 def test_pods_without_volumes_ignore_the_storage_rules(

@@ -94,17 +94,17 @@ def test_explain_rows(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(out)
     rows = {row["node"]: row for row in report["nodes"]}
     assert rows["node-a1"]["result"] == "chosen"
-    assert rows["node-a1"]["scores"]["PrioritizeVolumes"] == {"score": 80, "weight": 1}
-    assert rows["node-b1"]["scores"]["PrioritizeVolumes"] == {"score": 40, "weight": 1}
+    assert rows["node-a1"]["scores"]["VolumeBinding"] == {"score": 80, "weight": 1}
+    assert rows["node-b1"]["scores"]["VolumeBinding"] == {"score": 40, "weight": 1}
     assert rows["node-b2"] == {
         "node": "node-b2",
         "result": "rejected",
-        "predicate": "PodToleratesNodeTaints",
+        "predicate": "TaintToleration",
         "reasons": ["node(s) had untolerated taint {dedicated: gpu}"],
     }
     status, out, _ = run(capsys, "explain", "shop/kafka-1", EXAMPLE, "-o", "table")
     assert "pending — 0/3 nodes are available" in out
-    assert "CheckVolumeBinding: node(s) didn't find available persistent volumes to bind" in out
+    assert "VolumeBinding: node(s) didn't find available persistent volumes to bind" in out
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:
