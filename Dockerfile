@@ -55,8 +55,10 @@ WORKDIR /var/lib/volsched
 # Numeric, so Kubernetes can enforce runAsNonRoot without resolving a name.
 USER 65532:65532
 
-# /healthz /livez /readyz /metrics, and the extender API. volsched listens on
-# 127.0.0.1:10351 unless http.address says otherwise (deploy/configmap.yaml: 0.0.0.0).
+# /healthz /livez /readyz /metrics, and the extender API. Outside a container volsched
+# listens on 127.0.0.1:10351; in one, every interface, so the image runs without a config
+# file (a flag, or http.address in a config file, still wins).
+ENV VOLSCHED_HTTP_ADDRESS=0.0.0.0:10351
 EXPOSE 10351
 
 ENTRYPOINT ["volsched"]

@@ -30,7 +30,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, VolschedError
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.fields import parse_time
-from volsched.daemon.config import Settings, load_settings
+from volsched.daemon.config import Settings, apply_overrides, load_settings
 from volsched.daemon.policy_file import load_policy_file
 from volsched.daemon.report import explain_json, explain_table, simulation_json, simulation_table
 from volsched.daemon.snapshot_files import load_snapshot
@@ -169,7 +169,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     from volsched.daemon.kube_client import KubeClient
     from volsched.daemon.sd_notify import Notifier
 
-    settings = load_settings(args.config)
+    settings = apply_overrides(
+        load_settings(args.config),
+        {
+            "http_address": args.http_address,
+            "scheduler_name": args.scheduler_name,
+            "database": args.database,
+            "leader_elect": args.leader_elect,
+        },
+        os.environ,
+    )
     _configure_logging(args.verbose)
     kubeconfig = args.kubeconfig or settings.kubeconfig
 
@@ -214,6 +223,24 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the scheduler daemon against a cluster")
     run.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or in-cluster)")
     run.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
+    run.add_argument(
+        "--http-address",
+        metavar="HOST:PORT",
+        help="health, metrics and extender endpoint (env VOLSCHED_HTTP_ADDRESS)",
+    )
+    run.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="the schedulerName this daemon serves (env VOLSCHED_SCHEDULER_NAME)",
+    )
+    run.add_argument(
+        "--database", metavar="PATH", help="SQLite cache and journal (env VOLSCHED_DATABASE)"
+    )
+    run.add_argument(
+        "--leader-elect",
+        metavar="true|false",
+        help="take part in leader election (env VOLSCHED_LEADER_ELECT)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(handler=cmd_run)
     demo = commands.add_parser(

@@ -1,0 +1,91 @@
+"""``volsched run`` configured by flags and environment alone, as a container runs it:
+no config file, the address, database, scheduler name and leader election from the
+command line or the environment, a flag winning over its variable."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sys
+
+import aiohttp
+
+from tests.integration.conftest import ROOT, Cluster, eventually
+from tests.integration.objects import node, pod
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def healthy(url: str) -> bool:
+    try:
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return response.status == 200
+    except aiohttp.ClientError:
+        return False
+
+
+async def test_flags_and_environment_configure_a_daemon_without_a_file(
+    cluster: Cluster,
+) -> None:
+    port = free_port()
+    database = cluster.workdir / "flags.db"
+    workload = pod("p")
+    workload["spec"]["schedulerName"] = "from-environment"
+    cluster.server.load([node("node-1"), workload])
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "volsched",
+        "run",
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        "--http-address",
+        f"127.0.0.1:{port}",
+        "--database",
+        str(database),
+        "--leader-elect=false",
+        cwd=str(ROOT),
+        env={
+            **os.environ,
+            "VOLSCHED_SCHEDULER_NAME": "from-environment",
+            # The flag wins over its variable.
+            "VOLSCHED_HTTP_ADDRESS": "127.0.0.1:1",
+        },
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
+        assert await healthy(f"http://127.0.0.1:{port}/healthz")
+        assert database.exists()
+        # Leader election is off: no Lease was taken.
+        assert cluster.server.get("Lease", "volsched", "kube-system") is None
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), timeout=15)
+    assert process.stderr is not None
+    assert "Traceback" not in (await process.stderr.read()).decode()
+
+
+async def test_a_bad_flag_value_is_one_line(cluster: Cluster) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "volsched",
+        "run",
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        "--leader-elect=maybe",
+        cwd=str(ROOT),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert process.returncode == 2
+    lines = stderr.decode().strip().splitlines()
+    assert lines == ["volsched: --leader-elect: must be true or false, not 'maybe'"]
