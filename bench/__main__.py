@@ -5,6 +5,7 @@
     python -m bench all [--quick] ...
     python -m bench summary [--out DIR]
     python -m bench --list
+    python -m bench cluster --kubeconfig FILE [...]   (a real test cluster: bench/cluster.py)
 
 Writes ``DIR/<workload>.json`` (default DIR: ``bench/results``) and the workload's PNG
 plots beside it; ``all`` runs every workload in turn and also writes ``all.json``, the
@@ -145,6 +146,12 @@ def command_line(name: str, args: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["cluster"]:
+        # Against a real control plane, with options of its own (bench/cluster.py).
+        from bench.cluster import main as cluster_main
+
+        return cluster_main(given[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench", description="Run a named volsched benchmark workload."
     )

@@ -1,0 +1,487 @@
+"""Throughput against a real control plane: the embedded workloads on any test cluster.
+
+    python -m bench cluster --kubeconfig FILE [--shape none|wffc] [--nodes 300]
+        [--pods 1000] [--pvs-per-node 2] [--i-understand-this-creates-nodes] [--out DIR]
+
+What it does, in order: creates a namespace, fake nodes (labelled ``volsched.io/bench``
+with the run's id, kept Ready by renewing their node Leases as a kubelet would, so the
+node lifecycle controller does not taint them), and for ``wffc`` a WaitForFirstConsumer
+StorageClass with local PVs pinned to the fake nodes; starts ``volsched run`` on this
+machine with a scheduler name of its own; creates the measured pods (that scheduler
+name, one claim each for ``wffc``) and samples once a second how many are bound, as the
+embedded benchmarks and scheduler_perf do; then deletes everything it created, also
+when interrupted. The cluster's own PV controller binds the claims, so the figure
+includes its real latency.
+
+Fake nodes are real Node objects: other schedulers and controllers see them. So the
+benchmark refuses a cluster holding nodes it did not create (a cluster in use) unless
+told ``--i-understand-this-creates-nodes``. The pods name only the bench's scheduler,
+and nothing runs them (there is no kubelet behind the fake nodes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import itertools
+import json
+import os
+import random
+import secrets
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bench.e2e import ROOT, free_port, summary
+from volsched.cache.errors import ApiError, NotFound
+from volsched.daemon.kube_client import KubeClient
+
+Raw = dict[str, Any]
+LABEL = "volsched.io/bench"
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+RESULTS = ROOT / "bench" / "results"
+
+
+class Refused(Exception):
+    """The cluster is not one the benchmark may change."""
+
+
+@dataclass(frozen=True)
+class ClusterRun:
+    kubeconfig: str
+    shape: str = "none"
+    nodes: int = 300
+    pods: int = 1000
+    pvs_per_node: int = 2
+    zones: int = 3
+    allow_foreign_nodes: bool = False
+    timeout_seconds: float = 600.0
+    lease_renew_seconds: float = 10.0
+    run_id: str = ""
+
+    @property
+    def namespace(self) -> str:
+        return f"volsched-bench-{self.run_id}"
+
+    @property
+    def scheduler_name(self) -> str:
+        return f"volsched-bench-{self.run_id}"
+
+    def node_name(self, index: int) -> str:
+        return f"bench-{self.run_id}-node-{index:04d}"
+
+
+def _labels(run: ClusterRun) -> dict[str, str]:
+    return {LABEL: run.run_id}
+
+
+def fake_node(run: ClusterRun, index: int) -> Raw:
+    name = run.node_name(index)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {**_labels(run), HOSTNAME: name, ZONE: f"bench-zone-{index % run.zones}"},
+        },
+        "spec": {},
+        # A Node may be created with its status (a kubelet registers this way).
+        "status": {
+            "capacity": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+            "allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"},
+            "conditions": [_ready_condition()],
+        },
+    }
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _micro_now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _ready_condition() -> Raw:
+    now = _now()
+    return {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "fake node of the volsched benchmark",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+def node_lease(run: ClusterRun, index: int) -> Raw:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": run.node_name(index),
+            "namespace": NODE_LEASE_NAMESPACE,
+            "labels": _labels(run),
+        },
+        "spec": {
+            "holderIdentity": run.node_name(index),
+            "leaseDurationSeconds": 40,
+            "renewTime": _micro_now(),
+        },
+    }
+
+
+def storage_class(run: ClusterRun) -> Raw:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": f"bench-local-{run.run_id}", "labels": _labels(run)},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+
+
+def local_pv(run: ClusterRun, index: int, slot: int, size_gi: int) -> Raw:
+    node = run.node_name(index)
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {
+            "name": f"bench-{run.run_id}-pv-{index:04d}-{slot:02d}",
+            "labels": _labels(run),
+        },
+        "spec": {
+            "capacity": {"storage": f"{size_gi}Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": f"bench-local-{run.run_id}",
+            "local": {"path": f"/mnt/bench/{slot}"},
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": HOSTNAME, "operator": "In", "values": [node]}
+                            ]
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def claim(run: ClusterRun, number: int) -> Raw:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": f"data-{number:05d}", "namespace": run.namespace},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": f"bench-local-{run.run_id}",
+            "resources": {"requests": {"storage": "5Gi"}},
+        },
+    }
+
+
+def measured_pod(run: ClusterRun, number: int) -> Raw:
+    spec: Raw = {
+        "schedulerName": run.scheduler_name,
+        "containers": [
+            {
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+            }
+        ],
+        # Nothing runs these pods; let a deletion finish at once.
+        "terminationGracePeriodSeconds": 0,
+    }
+    if run.shape == "wffc":
+        spec["volumes"] = [
+            {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{number:05d}"}}
+        ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"pod-{number:05d}", "namespace": run.namespace},
+        "spec": spec,
+    }
+
+
+async def check_cluster(client: KubeClient, run: ClusterRun) -> int:
+    """The nodes the cluster already has; refuses when some are not the benchmark's."""
+    nodes, _ = await client.list("Node")
+    foreign = [n for n in nodes if LABEL not in ((n.get("metadata") or {}).get("labels") or {})]
+    if foreign and not run.allow_foreign_nodes:
+        raise Refused(
+            f"this cluster has {len(foreign)} node(s) the benchmark did not create "
+            f"(e.g. {foreign[0]['metadata']['name']}); it would add {run.nodes} fake Node "
+            "objects beside them. Use a throwaway test cluster, or pass "
+            "--i-understand-this-creates-nodes"
+        )
+    return len(nodes)
+
+
+async def _create_all(client: KubeClient, kind: str, objects: list[Raw], batch: int = 50) -> None:
+    for start in range(0, len(objects), batch):
+        await asyncio.gather(
+            *(
+                client.create(kind, obj, (obj.get("metadata") or {}).get("namespace"))
+                for obj in objects[start : start + batch]
+            )
+        )
+
+
+async def keep_nodes_alive(client: KubeClient, run: ClusterRun) -> None:
+    """Renew each fake node's Lease and Ready heartbeat, as a kubelet does."""
+    while True:
+        await asyncio.sleep(run.lease_renew_seconds)
+        for index in range(run.nodes):
+            with contextlib.suppress(ApiError):
+                await client.patch(
+                    "Lease",
+                    run.node_name(index),
+                    {"spec": {"renewTime": _micro_now()}},
+                    NODE_LEASE_NAMESPACE,
+                )
+
+
+async def set_up(client: KubeClient, run: ClusterRun) -> None:
+    await client.create(
+        "Namespace",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": run.namespace, "labels": _labels(run)},
+        },
+    )
+    await _create_all(client, "Node", [fake_node(run, i) for i in range(run.nodes)])
+    await _create_all(client, "Lease", [node_lease(run, i) for i in range(run.nodes)])
+    if run.shape == "wffc":
+        await client.create("StorageClass", storage_class(run))
+        rng = random.Random(1)
+        pvs = [
+            local_pv(run, index, slot, rng.choice((5, 10, 20)))
+            for index in range(run.nodes)
+            for slot in range(run.pvs_per_node)
+        ]
+        await _create_all(client, "PersistentVolume", pvs)
+
+
+async def tear_down(client: KubeClient, run: ClusterRun) -> dict[str, int]:
+    """Delete what the run created; counts per kind. Safe to call after a partial set-up."""
+    deleted: dict[str, int] = {}
+    selector = f"{LABEL}={run.run_id}"
+
+    async def delete(kind: str, name: str, namespace: str | None = None) -> None:
+        with contextlib.suppress(NotFound):
+            await client.delete(kind, name, namespace)
+            deleted[kind] = deleted.get(kind, 0) + 1
+
+    for kind in ("Pod", "PersistentVolumeClaim"):
+        with contextlib.suppress(NotFound):
+            objects, _ = await client.list(kind, run.namespace)
+            for start in range(0, len(objects), 50):
+                await asyncio.gather(
+                    *(
+                        delete(kind, o["metadata"]["name"], run.namespace)
+                        for o in objects[start : start + 50]
+                    )
+                )
+    await delete("Namespace", run.namespace)
+    for kind, namespace in (
+        ("PersistentVolume", None),
+        ("Lease", NODE_LEASE_NAMESPACE),
+        ("Node", None),
+        ("StorageClass", None),
+    ):
+        objects, _ = await client.list(kind, namespace, label_selector=selector)
+        for start in range(0, len(objects), 50):
+            await asyncio.gather(
+                *(
+                    delete(kind, o["metadata"]["name"], namespace)
+                    for o in objects[start : start + 50]
+                )
+            )
+    return deleted
+
+
+class Daemon:
+    """``volsched run`` against the cluster, configured by flags, its own scheduler name."""
+
+    def __init__(self, run: ClusterRun, workdir: Path) -> None:
+        self.run = run
+        self.port = free_port()
+        self.database = workdir / f"bench-{run.run_id}.db"
+        self.log_path = workdir / f"bench-{run.run_id}-daemon.log"
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self, timeout: float = 300.0) -> float:
+        started = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "volsched",
+                "run",
+                "--kubeconfig",
+                self.run.kubeconfig,
+                "--http-address",
+                f"127.0.0.1:{self.port}",
+                "--database",
+                str(self.database),
+                "--scheduler-name",
+                self.run.scheduler_name,
+                "--leader-elect=false",
+                cwd=str(ROOT),
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=log,
+            )
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5)) as session:
+            while time.monotonic() - started < timeout:
+                if self.process.returncode is not None:
+                    raise RuntimeError(f"volsched exited early; see {self.log_path}")
+                with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                    async with session.get(f"http://127.0.0.1:{self.port}/readyz") as response:
+                        if response.status == 200:
+                            return time.monotonic() - started
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"volsched was not ready within {timeout:g}s; see {self.log_path}")
+
+    async def stop(self) -> None:
+        if self.process is None or self.process.returncode is not None:
+            return
+        self.process.terminate()
+        try:
+            await asyncio.wait_for(self.process.wait(), timeout=60)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()
+
+
+async def measure(client: KubeClient, run: ClusterRun) -> dict[str, Any]:
+    """Create the measured pods and sample, once a second, how many are bound."""
+    if run.shape == "wffc":
+        await _create_all(client, "PersistentVolumeClaim", [claim(run, n) for n in range(run.pods)])
+    started = time.monotonic()
+    await _create_all(client, "Pod", [measured_pod(run, n) for n in range(run.pods)])
+    samples: list[tuple[float, int]] = []
+    bound = 0
+    while bound < run.pods and time.monotonic() - started < run.timeout_seconds:
+        await asyncio.sleep(1.0)
+        pods, _ = await client.list("Pod", run.namespace)
+        bound = sum(1 for p in pods if (p.get("spec") or {}).get("nodeName"))
+        samples.append((time.monotonic() - started, bound))
+    elapsed = samples[-1][0] if samples else 0.0
+    # scheduler_perf's way: per-second rates, the first (pod creation) interval left out.
+    rates = [
+        (later[1] - earlier[1]) / (later[0] - earlier[0])
+        for earlier, later in itertools.pairwise(samples[1:])
+        if later[1] > earlier[1]
+    ]
+    return {
+        "bound": bound,
+        "measured_pods": run.pods,
+        "seconds": round(elapsed, 2),
+        "overall_pods_per_second": round(bound / elapsed, 1) if elapsed else None,
+        "throughput_pods_per_second": summary(rates, 1) if rates else None,
+        "timeline": [[round(t, 2), n] for t, n in samples],
+    }
+
+
+async def run_benchmark(run: ClusterRun, workdir: Path) -> dict[str, Any]:
+    client = await KubeClient.connect(run.kubeconfig)
+    daemon = Daemon(run, workdir)
+    heartbeat: asyncio.Task[None] | None = None
+    try:
+        existing = await check_cluster(client, run)
+        try:
+            await set_up(client, run)
+            heartbeat = asyncio.create_task(keep_nodes_alive(client, run))
+            ready = await daemon.start()
+            result = await measure(client, run)
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await heartbeat
+            await daemon.stop()
+            deleted = await tear_down(client, run)
+        return {
+            "benchmark": "cluster",
+            "shape": run.shape,
+            "nodes": run.nodes,
+            "pvs": run.nodes * run.pvs_per_node if run.shape == "wffc" else 0,
+            "nodes_before": existing,
+            "daemon_ready_seconds": round(ready, 2),
+            "deleted": deleted,
+            **result,
+        }
+    finally:
+        await client.close()
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench cluster", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--kubeconfig", required=True, help="kubeconfig of a test cluster")
+    parser.add_argument("--shape", choices=("none", "wffc"), default="none")
+    parser.add_argument("--nodes", type=int, default=300)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--pvs-per-node", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--i-understand-this-creates-nodes",
+        dest="allow_foreign_nodes",
+        action="store_true",
+        help="run on a cluster that has nodes of its own (fake nodes are added beside them)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import tempfile
+
+    args = parse_args(argv)
+    run = ClusterRun(
+        kubeconfig=args.kubeconfig,
+        shape=args.shape,
+        nodes=args.nodes,
+        pods=args.pods,
+        pvs_per_node=args.pvs_per_node,
+        allow_foreign_nodes=args.allow_foreign_nodes,
+        timeout_seconds=args.timeout,
+        run_id=secrets.token_hex(3),
+    )
+    with tempfile.TemporaryDirectory(prefix="volsched-bench-") as scratch:
+        workdir = args.workdir or Path(scratch)
+        try:
+            result = asyncio.run(run_benchmark(run, workdir))
+        except Refused as refusal:
+            print(f"bench cluster: {refusal}", file=sys.stderr)
+            return 2
+    given = list(argv if argv is not None else sys.argv[2:])
+    shown = ["FILE" if given[i - 1 : i] == ["--kubeconfig"] else a for i, a in enumerate(given)]
+    result["command"] = " ".join(["python -m bench cluster", *shown])
+    result["machine"] = {"cpus": os.cpu_count()}
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"cluster-{run.shape}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "timeline"}, indent=2))
+    return 0 if result["bound"] == run.pods else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
