@@ -6,8 +6,8 @@ selectors, ports, mounted paths, the image the Dockerfile builds)."""
 from __future__ import annotations
 
 import copy
-import json
 import re
+import tempfile
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,9 +20,9 @@ import pytest
 import yaml
 
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.config import settings_from_data
+from volsched.daemon.config import Settings, load_settings
 from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS
-from volsched.scheduling.policy import default_policy, parse_policy
+from volsched.scheduling.scheduler_config import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -91,7 +91,15 @@ def config_map_file(key: str) -> str:
     return text
 
 
-SETTINGS = settings_from_data(yaml.safe_load(config_map_file("config.yaml")), "configmap", {})
+def _settings_from_config_map() -> Settings:
+    """The settings a replica reads from the mounted file, through the real loader."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "config.yaml"
+        path.write_text(config_map_file("config.yaml"))
+        return load_settings(str(path), environ={})
+
+
+SETTINGS = _settings_from_config_map()
 # The Lease volsched elects its leader on, as its config names it.
 LEASE_NAMESPACE = SETTINGS.leader_election.lease_namespace
 LEASE_NAME = SETTINGS.leader_election.lease_name
@@ -435,13 +443,18 @@ def test_config_is_valid_and_listens_on_all_interfaces() -> None:
     ports = {p["name"]: p["containerPort"] for p in volsched_container()["ports"]}
     assert ports["http"] == int(settings.http.address.rsplit(":", 1)[1])
     assert mount_path("config") == CONFIG_DIR
-    assert settings.policy_file == str(CONFIG_DIR / "policy.json")
+    assert settings.policy_file is None
 
 
-def test_policy_is_the_daemons_default_written_out() -> None:
-    spec = parse_policy(json.loads(config_map_file("policy.json")), "policy.json")
-    default = default_policy(with_storage=True)
-    assert (spec.predicates, spec.priorities) == (default.predicates, default.priorities)
+def test_the_profile_is_the_daemons_default() -> None:
+    (profile,) = SETTINGS.profiles
+    default = default_profile(with_storage=True)
+    assert profile.scheduler_name == SETTINGS.scheduler_name == "volsched"
+    assert (profile.policy.predicates, profile.policy.priorities) == (
+        default.policy.predicates,
+        default.policy.priorities,
+    )
+    assert profile.bind_timeout_seconds == SETTINGS.bind_timeout_seconds == 600
 
 
 def test_database_is_on_the_state_volume() -> None:
