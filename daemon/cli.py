@@ -1,6 +1,7 @@
 """``volsched``: the command line.
 
     volsched run [--kubeconfig FILE] [--config FILE]
+    volsched webhook [--kubeconfig FILE] [--config FILE] [--address A] [--cert-file F --key-file F]
     volsched demo
     volsched migrate [--config FILE | --database PATH]
     volsched simulate FILE... [--policy P] [--config C] [--seed N] [--now T] [-o json|table]
@@ -198,6 +199,52 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_webhook(args: argparse.Namespace) -> int:
+    from volsched.daemon.kube_client import KubeClient
+    from volsched.daemon.tls_files import ReloadingTLS
+    from volsched.daemon.webhook import RoutingWebhook
+    from volsched.scheduling.routing import RoutingRules
+
+    settings = load_settings(args.config)
+    _configure_logging(args.verbose)
+    hook = settings.webhook
+    cert_file = args.cert_file or hook.cert_file
+    key_file = args.key_file or hook.key_file
+    if not cert_file or not key_file:
+        raise ConfigError(
+            "webhook: the API server calls webhooks over HTTPS only; give webhook.certFile "
+            "and webhook.keyFile (or --cert-file and --key-file)"
+        )
+    tls = ReloadingTLS(cert_file, key_file)
+    rules = RoutingRules(
+        scheduler_name=hook.scheduler_name or settings.scheduler_name,
+        storage_classes=frozenset(hook.storage_classes),
+        provisioners=frozenset(hook.provisioners),
+    )
+    address = args.address or hook.address
+    kubeconfig = args.kubeconfig or settings.kubeconfig
+
+    async def main() -> None:
+        client = await KubeClient.connect(kubeconfig)
+        webhook = RoutingWebhook(client, rules, tls)
+        try:
+            port = await webhook.start(address)
+            logging.getLogger("volsched.webhook").info(
+                "routing pods to %s on port %d", rules.scheduler_name, port
+            )
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                loop.add_signal_handler(signum, stop.set)
+            await stop.wait()
+        finally:
+            await webhook.stop()
+            await client.close()
+
+    asyncio.run(main())
+    return 0
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from volsched.cache.store import migrate
 
@@ -243,6 +290,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(handler=cmd_run)
+    webhook = commands.add_parser(
+        "webhook", help="serve the admission webhook that routes storage pods to volsched"
+    )
+    webhook.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or in-cluster)"
+    )
+    webhook.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
+    webhook.add_argument("--address", metavar="HOST:PORT", help="listen address (webhook.address)")
+    webhook.add_argument("--cert-file", metavar="PEM", help="TLS certificate (webhook.certFile)")
+    webhook.add_argument("--key-file", metavar="PEM", help="TLS key (webhook.keyFile)")
+    webhook.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    webhook.set_defaults(handler=cmd_webhook)
     demo = commands.add_parser(
         "demo", help="run volsched against an embedded cluster and show where pods go"
     )

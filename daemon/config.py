@@ -34,6 +34,7 @@ from volsched.scheduling.scheduler_config import (
 
 DEFAULT_DATABASE_PATH = "./volsched.db"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:10351"
+DEFAULT_WEBHOOK_ADDRESS = "0.0.0.0:8443"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,19 @@ class DatabaseSettings:
 @dataclass(frozen=True, slots=True)
 class HttpSettings:
     address: str = DEFAULT_HTTP_ADDRESS
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    """``volsched webhook``: where it listens, its TLS pair, and what it routes."""
+
+    address: str = DEFAULT_WEBHOOK_ADDRESS
+    cert_file: str | None = None
+    key_file: str | None = None
+    # Empty: the daemon's schedulerName.
+    scheduler_name: str | None = None
+    storage_classes: tuple[str, ...] = ()
+    provisioners: tuple[str, ...] = ("replicated.volsched.io",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +82,7 @@ class Settings:
     leader_election: LeaderElectionSettings = field(default_factory=LeaderElectionSettings)
     extender_path_prefix: str = "/scheduler"
     extender_locality_points: bool = False
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
     # From a KubeSchedulerConfiguration; empty: one default profile named scheduler_name.
     profiles: tuple[ProfileSpec, ...] = ()
     source: str = "(defaults)"
@@ -87,6 +102,7 @@ _KEYS = {
     "tracing",
     "extender",
     "leaderElection",
+    "webhook",
 }
 
 
@@ -123,6 +139,14 @@ class _Reader:
         if not minimum <= value <= maximum:
             raise self.fail(key, f"must be between {minimum:g} and {maximum:g}, not {value}")
         return float(value)
+
+    def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise self.fail(key, "must be a list of names")
+        return tuple(value)
 
     def integer(self, key: str, default: int, minimum: int, maximum: int) -> int:
         value = self.data.get(key, default)
@@ -198,6 +222,18 @@ def settings_from_data(
     identity = election.string("identity", None)
     if identity:
         leader_election = replace(leader_election, identity=identity)
+    hook = read.section(
+        "webhook",
+        {"address", "certFile", "keyFile", "schedulerName", "storageClasses", "provisioners"},
+    )
+    webhook = WebhookSettings(
+        address=hook.string("address", DEFAULT_WEBHOOK_ADDRESS) or DEFAULT_WEBHOOK_ADDRESS,
+        cert_file=hook.string("certFile", None),
+        key_file=hook.string("keyFile", None),
+        scheduler_name=hook.string("schedulerName", None),
+        storage_classes=hook.names("storageClasses", ()),
+        provisioners=hook.names("provisioners", WebhookSettings().provisioners),
+    )
     replica_data = data.get("replicaScheduling") or {}
     if not isinstance(replica_data, Mapping):
         raise read.fail("replicaScheduling", "must be a mapping")
@@ -216,6 +252,7 @@ def settings_from_data(
         leader_election=leader_election,
         extender_path_prefix=prefix,
         extender_locality_points=locality_points,
+        webhook=webhook,
         source=source,
     )
 

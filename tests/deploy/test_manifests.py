@@ -108,7 +108,16 @@ LEASE_NAME = SETTINGS.leader_election.lease_name
 # -- schemas of the Kubernetes API -----------------------------------------------------
 
 
-@pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda m: m.id)
+# Kinds of add-ons the optional manifests use, not of Kubernetes itself; their shape is
+# checked by tests of their own below.
+ADD_ON_API_GROUPS = ("cert-manager.io/",)
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [m for m in MANIFESTS if not m.obj["apiVersion"].startswith(ADD_ON_API_GROUPS)],
+    ids=lambda m: m.id,
+)
 def test_manifest_is_valid_for_kubernetes(manifest: Manifest) -> None:
     # strict: unknown fields are errors too (the API server would drop them silently).
     try:
@@ -121,7 +130,13 @@ def test_manifest_is_valid_for_kubernetes(manifest: Manifest) -> None:
 
 
 def test_namespaced_objects_live_in_volsched_system_or_beside_the_lease() -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+    cluster_scoped = {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "MutatingWebhookConfiguration",
+    }
     for manifest in MANIFESTS:
         namespace = manifest.obj["metadata"].get("namespace")
         if manifest.obj["kind"] in cluster_scoped:
@@ -139,11 +154,14 @@ def test_namespaced_objects_live_in_volsched_system_or_beside_the_lease() -> Non
 # -- kustomization ---------------------------------------------------------------------
 
 
-def test_kustomization_lists_every_manifest_but_the_extender() -> None:
+OPTIONAL_SETS = ("extender", "webhook")
+
+
+def test_kustomization_lists_every_manifest_but_the_optional_ones() -> None:
     expected = {
         path.relative_to(DEPLOY).as_posix()
         for path in DEPLOY.rglob("*.yaml")
-        if path.name != "kustomization.yaml" and "extender" not in path.parts
+        if path.name != "kustomization.yaml" and not set(OPTIONAL_SETS) & set(path.parts)
     }
     assert sorted(KUSTOMIZATION["resources"]) == sorted(expected)
     # No namespace override: it would move the leader-election Role out of kube-system.
@@ -508,7 +526,7 @@ def test_anti_affinity_spreads_replicas_across_nodes() -> None:
 def test_selectors_match_the_pods() -> None:
     labels = volsched_pod()["metadata"]["labels"]
     assert _selects(volsched_deployment()["spec"]["selector"]["matchLabels"], labels)
-    (budget,) = objects("PodDisruptionBudget")
+    (budget,) = objects("PodDisruptionBudget", "deployment.yaml")
     assert _selects(budget["spec"]["selector"]["matchLabels"], labels)
     assert budget["spec"]["minAvailable"] == 1
     service = one("Service", "volsched")
@@ -582,3 +600,84 @@ def test_extender_deployment_reads_the_configuration() -> None:
     config_map = one("ConfigMap", volume["configMap"]["name"])
     assert config_path.name in config_map["data"]
     assert pod["serviceAccountName"] == "volsched-extender-scheduler"
+
+
+# -- the routing webhook ---------------------------------------------------------------
+
+
+def webhook_configuration() -> Raw:
+    return one("MutatingWebhookConfiguration", "volsched-scheduler-routing")
+
+
+def test_webhook_fails_open_quickly_and_only_on_pod_creation() -> None:
+    (hook,) = webhook_configuration()["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["timeoutSeconds"] <= 5
+    assert hook["sideEffects"] == "None"
+    assert hook["admissionReviewVersions"] == ["v1"]
+    (rule,) = hook["rules"]
+    assert (rule["operations"], rule["resources"]) == (["CREATE"], ["pods"])
+
+
+def test_webhook_skips_system_namespaces_and_opt_outs() -> None:
+    (hook,) = webhook_configuration()["webhooks"]
+    by_key = {e["key"]: e for e in hook["namespaceSelector"]["matchExpressions"]}
+    system = by_key["kubernetes.io/metadata.name"]
+    assert system["operator"] == "NotIn"
+    assert {"kube-system", NAMESPACE} <= set(system["values"])
+    for selector in (hook["namespaceSelector"], hook["objectSelector"]):
+        (opt_out,) = [
+            e for e in selector["matchExpressions"] if e["key"] == "volsched.io/scheduler-routing"
+        ]
+        assert (opt_out["operator"], opt_out["values"]) == ("NotIn", ["disabled"])
+
+
+def test_webhook_service_certificate_and_config_agree() -> None:
+    (hook,) = webhook_configuration()["webhooks"]
+    service_ref = hook["clientConfig"]["service"]
+    service = one("Service", service_ref["name"])
+    assert service["metadata"]["namespace"] == service_ref["namespace"] == NAMESPACE
+    assert service_ref["path"] == "/mutate-pods"
+    (port,) = service["spec"]["ports"]
+    assert port["port"] == service_ref["port"]
+    deployment = one("Deployment", "volsched-webhook")
+    pod = deployment["spec"]["template"]
+    assert _selects(service["spec"]["selector"], pod["metadata"]["labels"])
+    assert not _selects(one("Service", "volsched")["spec"]["selector"], pod["metadata"]["labels"])
+    (container,) = pod["spec"]["containers"]
+    assert container["args"] == ["webhook", "--config", "/etc/volsched/config.yaml"]
+    (container_port,) = container["ports"]
+    assert container_port["name"] == port["targetPort"]
+    # The config the container reads, through the real loader.
+    text = one("ConfigMap", "volsched-webhook-config")["data"]["config.yaml"]
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "config.yaml"
+        path.write_text(text)
+        settings = load_settings(str(path), environ={})
+    assert int(settings.webhook.address.rsplit(":", 1)[1]) == container_port["containerPort"]
+    assert settings.scheduler_name == SETTINGS.scheduler_name
+    assert "driver.longhorn.io" in settings.webhook.provisioners
+    # The TLS files come from the Secret cert-manager writes, named in its Certificate.
+    certificate = one("Certificate", "volsched-webhook")
+    (tls,) = [v for v in pod["spec"]["volumes"] if v["name"] == "tls"]
+    assert tls["secret"]["secretName"] == certificate["spec"]["secretName"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == "tls"]
+    assert PurePosixPath(settings.webhook.cert_file or "").parent == PurePosixPath(
+        mount["mountPath"]
+    )
+    assert f"{service['metadata']['name']}.{NAMESPACE}.svc" in certificate["spec"]["dnsNames"]
+    injected = webhook_configuration()["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+    assert injected == f"{NAMESPACE}/{certificate['metadata']['name']}"
+
+
+def test_webhook_reads_only_claims_volumes_and_classes() -> None:
+    grants = granted_to(("volsched-webhook", NAMESPACE), {"webhook/webhook.yaml"})
+    assert {(g.group, g.resource, g.verb) for g in grants} == {
+        (group, resource, verb)
+        for group, resource in (
+            ("", "persistentvolumeclaims"),
+            ("", "persistentvolumes"),
+            ("storage.k8s.io", "storageclasses"),
+        )
+        for verb in READ
+    }

@@ -1,0 +1,117 @@
+"""Which pods belong to volsched: the decision of the scheduler-routing admission webhook.
+
+A pod is routed (its ``spec.schedulerName`` set to volsched's) when one of its volumes is
+storage volsched decides: a claim — or a generic ephemeral volume's claim template —
+whose StorageClass is listed, or whose class's provisioner is listed (for example
+``replicated.volsched.io``, ``driver.longhorn.io``), or whose bound PV was made by a
+listed CSI driver or carries a listed class. A pod that already names a scheduler other
+than the default one is left alone, and so is a pod labelled with the opt-out label
+(namespaces opt out through the webhook's namespaceSelector, which the API server
+applies before calling).
+
+Pure: it reads the pod as the API server sent it (``generateName`` pods have no name
+yet) and the claims, PVs and classes of a cluster cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from volsched.cache.cluster import ClusterCache
+
+DEFAULT_SCHEDULER = "default-scheduler"
+OPT_OUT_LABEL = "volsched.io/scheduler-routing"
+OPT_OUT_VALUE = "disabled"
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingRules:
+    scheduler_name: str = "volsched"
+    storage_classes: frozenset[str] = frozenset()
+    provisioners: frozenset[str] = field(
+        default_factory=lambda: frozenset({"replicated.volsched.io"})
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """The decision: ``route`` says whether to set the scheduler name, ``reason`` why."""
+
+    route: bool
+    reason: str
+
+
+def _class_is_ours(cluster: ClusterCache, rules: RoutingRules, class_name: str) -> bool:
+    if class_name in rules.storage_classes:
+        return True
+    storage_class = cluster.storage_classes.get(class_name)
+    return storage_class is not None and storage_class.provisioner in rules.provisioners
+
+
+def _claim_is_ours(
+    cluster: ClusterCache, rules: RoutingRules, namespace: str, claim_name: str
+) -> str | None:
+    claim = cluster.pvcs.get(f"{namespace}/{claim_name}")
+    if claim is None:
+        return None
+    if claim.volume_name:
+        volume = cluster.pvs.get(claim.volume_name)
+        if volume is not None:
+            if volume.csi_driver and volume.csi_driver in rules.provisioners:
+                return f"claim {claim_name} is bound to a {volume.csi_driver} volume"
+            if volume.storage_class and _class_is_ours(cluster, rules, volume.storage_class):
+                return f"claim {claim_name} is bound to a volume of class {volume.storage_class}"
+    class_name = claim.storage_class
+    if class_name is None:
+        default = cluster.default_storage_class()
+        class_name = default.name if default is not None else ""
+    if class_name and _class_is_ours(cluster, rules, class_name):
+        return f"claim {claim_name} is of class {class_name}"
+    return None
+
+
+def _template_class(cluster: ClusterCache, volume: Mapping[str, Any]) -> str:
+    template = ((volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}).get("spec") or {}
+    class_name = template.get("storageClassName")
+    if isinstance(class_name, str):
+        return class_name
+    default = cluster.default_storage_class()
+    return default.name if default is not None else ""
+
+
+def decide_routing(
+    pod: Mapping[str, Any], namespace: str, cluster: ClusterCache, rules: RoutingRules
+) -> Routing:
+    """Whether to route this pod (as admitted: a raw object, possibly without a name)."""
+    metadata = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    labels = metadata.get("labels") or {}
+    if not isinstance(spec, Mapping) or not isinstance(labels, Mapping):
+        return Routing(False, "not a pod spec")
+    if labels.get(OPT_OUT_LABEL) == OPT_OUT_VALUE:
+        return Routing(False, f"the pod is labelled {OPT_OUT_LABEL}={OPT_OUT_VALUE}")
+    current = spec.get("schedulerName") or DEFAULT_SCHEDULER
+    if current == rules.scheduler_name:
+        return Routing(False, f"the pod already names {current}")
+    if current != DEFAULT_SCHEDULER:
+        return Routing(False, f"the pod names another scheduler ({current})")
+    volumes = spec.get("volumes") or []
+    if not isinstance(volumes, list):
+        return Routing(False, "spec.volumes is not a list")
+    for volume in volumes:
+        if not isinstance(volume, Mapping):
+            continue
+        source = volume.get("persistentVolumeClaim")
+        if isinstance(source, Mapping) and isinstance(source.get("claimName"), str):
+            why = _claim_is_ours(cluster, rules, namespace, source["claimName"])
+            if why is not None:
+                return Routing(True, why)
+        elif isinstance(volume.get("ephemeral"), Mapping):
+            class_name = _template_class(cluster, volume)
+            if class_name and _class_is_ours(cluster, rules, class_name):
+                return Routing(
+                    True, f"ephemeral volume {volume.get('name')} is of class {class_name}"
+                )
+    return Routing(False, "no volume of the pod is storage volsched decides")

@@ -1,0 +1,320 @@
+"""The scheduler-routing webhook as the API server calls it: real AdmissionReview v1
+bodies over HTTPS, its caches filled by list+watch from the emulator, certificates
+rotated on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import ssl
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.integration.conftest import ROOT, Cluster, eventually
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.tls_files import ReloadingTLS
+from volsched.daemon.webhook import RoutingWebhook
+from volsched.scheduling.routing import RoutingRules
+
+Raw = dict[str, Any]
+
+
+def certificate(directory: Path, common_name: str) -> tuple[Path, Path]:
+    cert, key = directory / "tls.crt", directory / "tls.key"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", f"/CN={common_name}", "-addext", "subjectAltName=IP:127.0.0.1",
+            "-keyout", str(key), "-out", str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def storage_class(name: str, provisioner: str, default: bool = False) -> Raw:
+    annotations = {"storageclass.kubernetes.io/is-default-class": "true"} if default else {}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name, "annotations": annotations},
+        "provisioner": provisioner,
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+
+
+def claim(name: str, class_name: str | None, volume: str = "") -> Raw:
+    spec: Raw = {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}
+    if class_name is not None:
+        spec["storageClassName"] = class_name
+    if volume:
+        spec["volumeName"] = volume
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": "shop"},
+        "spec": spec,
+    }
+
+
+LONGHORN_PV = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolume",
+    "metadata": {"name": "pvc-lh-1"},
+    "spec": {
+        "capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "",
+        "csi": {"driver": "driver.longhorn.io", "volumeHandle": "pvc-lh-1"},
+        "claimRef": {"namespace": "shop", "name": "static-longhorn"},
+    },
+}
+
+OBJECTS = [
+    storage_class("local-nvme", "kubernetes.io/no-provisioner"),
+    storage_class("replicated", "replicated.volsched.io"),
+    storage_class("standard", "ebs.csi.aws.com", default=True),
+    LONGHORN_PV,
+    claim("db-data", "local-nvme"),
+    claim("cache", "replicated"),
+    claim("logs", "standard"),
+    claim("defaulted", None),
+    claim("static-longhorn", "", volume="pvc-lh-1"),
+]
+
+RULES = RoutingRules(
+    scheduler_name="volsched",
+    storage_classes=frozenset({"local-nvme"}),
+    provisioners=frozenset({"replicated.volsched.io", "driver.longhorn.io"}),
+)
+
+
+def pod(volumes: list[Raw], scheduler: str | None = None, labels: Raw | None = None) -> Raw:
+    spec: Raw = {"containers": [{"name": "main", "image": "busybox"}], "volumes": volumes}
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": "web-", "namespace": "shop", "labels": labels or {}},
+        "spec": spec,
+    }
+
+
+def claim_volume(name: str) -> Raw:
+    return {"name": name, "persistentVolumeClaim": {"claimName": name}}
+
+
+def ephemeral(class_name: str) -> Raw:
+    template = {"spec": {"storageClassName": class_name, "accessModes": ["ReadWriteOnce"]}}
+    return {"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}
+
+
+def admission(obj: Raw, uid: str = "7f6c1a2e") -> Raw:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "shop",
+            "operation": "CREATE",
+            "object": obj,
+        },
+    }
+
+
+class Webhook:
+    def __init__(self, url: str, cafile: Path) -> None:
+        self.url = url
+        self.ssl = ssl.create_default_context(cafile=str(cafile))
+
+    async def post(self, body: Any, raw: bytes | None = None) -> tuple[int, Raw]:
+        data = raw if raw is not None else json.dumps(body).encode()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                self.url + "/mutate-pods",
+                data=data,
+                headers={"Content-Type": "application/json"},
+                ssl=self.ssl,
+            ) as response,
+        ):
+            return response.status, await response.json()
+
+
+@pytest.fixture
+async def webhook(
+    cluster: Cluster, tmp_path: Path
+) -> AsyncIterator[tuple[Webhook, RoutingWebhook]]:
+    cluster.server.load(OBJECTS)
+    cert, key = certificate(tmp_path, "volsched-webhook")
+    client = await KubeClient.connect(str(cluster.kubeconfig))
+    server = RoutingWebhook(client, RULES, ReloadingTLS(str(cert), str(key), check_seconds=0.1))
+    port = await server.start("127.0.0.1:0")
+    try:
+        await eventually(lambda: all(w.state.synced for w in server.watchers), what="caches synced")
+        yield Webhook(f"https://127.0.0.1:{port}", cert), server
+    finally:
+        await server.stop()
+        await client.close()
+
+
+def patched_scheduler(answer: Raw) -> str | None:
+    response = answer["response"]
+    if "patch" not in response:
+        return None
+    assert response["patchType"] == "JSONPatch"
+    (operation,) = json.loads(base64.b64decode(response["patch"]))
+    assert operation["path"] == "/spec/schedulerName"
+    return str(operation["value"])
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        pytest.param(pod([claim_volume("db-data")]), "volsched", id="a listed class"),
+        pytest.param(pod([claim_volume("cache")]), "volsched", id="a listed provisioner"),
+        pytest.param(
+            pod([claim_volume("static-longhorn")]), "volsched", id="bound to a listed CSI driver"
+        ),
+        pytest.param(pod([ephemeral("replicated")]), "volsched", id="an ephemeral claim template"),
+        pytest.param(
+            pod([claim_volume("logs"), claim_volume("db-data")]),
+            "volsched",
+            id="one volume of several",
+        ),
+        pytest.param(
+            pod([claim_volume("db-data")], scheduler="default-scheduler"),
+            "volsched",
+            id="the default scheduler named explicitly",
+        ),
+        pytest.param(pod([claim_volume("logs")]), None, id="another class"),
+        pytest.param(pod([claim_volume("defaulted")]), None, id="the default class is not ours"),
+        pytest.param(pod([claim_volume("missing")]), None, id="an unknown claim"),
+        pytest.param(pod([]), None, id="no volumes"),
+        pytest.param(
+            pod([claim_volume("db-data")], scheduler="gpu-scheduler"),
+            None,
+            id="another scheduler is left alone",
+        ),
+        pytest.param(
+            pod([claim_volume("db-data")], labels={"volsched.io/scheduler-routing": "disabled"}),
+            None,
+            id="opted out",
+        ),
+    ],
+)
+async def test_admission_reviews(
+    webhook: tuple[Webhook, RoutingWebhook], obj: Raw, expected: str | None
+) -> None:
+    client, _ = webhook
+    status, answer = await client.post(admission(obj))
+    assert status == 200
+    assert answer["apiVersion"] == "admission.k8s.io/v1"
+    assert answer["kind"] == "AdmissionReview"
+    assert answer["response"]["uid"] == "7f6c1a2e"
+    assert answer["response"]["allowed"] is True
+    assert patched_scheduler(answer) == expected
+
+
+async def test_claims_created_later_are_seen(
+    webhook: tuple[Webhook, RoutingWebhook], cluster: Cluster
+) -> None:
+    client, _ = webhook
+    cluster.server.load([claim("late", "local-nvme")])
+    await eventually(
+        lambda: webhook[1].cluster.pvcs.get("shop/late") is not None, what="watch delivered"
+    )
+    _, answer = await client.post(admission(pod([claim_volume("late")])))
+    assert patched_scheduler(answer) == "volsched"
+
+
+@pytest.mark.parametrize(
+    ("body", "raw", "warning"),
+    [
+        (
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"},
+            None,
+            "not an AdmissionReview request",
+        ),
+        (None, b"{not json", "not JSON"),
+        (
+            {**admission(pod([])), "apiVersion": "admission.k8s.io/v1beta1"},
+            None,
+            "expected admission.k8s.io/v1 AdmissionReview",
+        ),
+        (
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {"uid": "u", "kind": {"kind": "Pod"}, "object": "?"},
+            },
+            None,
+            "the request holds no Pod",
+        ),
+    ],
+)
+async def test_a_malformed_request_is_allowed_with_a_warning(
+    webhook: tuple[Webhook, RoutingWebhook], body: Any, raw: bytes | None, warning: str
+) -> None:
+    client, _ = webhook
+    status, answer = await client.post(body, raw)
+    assert status == 200
+    assert answer["response"]["allowed"] is True
+    assert "patch" not in answer["response"]
+    assert any(warning in text for text in answer["response"]["warnings"])
+
+
+async def test_rotated_certificate_is_served(
+    webhook: tuple[Webhook, RoutingWebhook], tmp_path: Path
+) -> None:
+    client, server = webhook
+    assert server.tls is not None
+    rotated = tmp_path / "rotated"
+    rotated.mkdir()
+    cert, key = certificate(rotated, "volsched-webhook-rotated")
+    Path(server.tls.cert_file).write_bytes(cert.read_bytes())
+    Path(server.tls.key_file).write_bytes(key.read_bytes())
+    await eventually(lambda: server.tls is not None and server.tls.reloads == 1, what="reload")
+    # The old CA no longer verifies the server; the new one does.
+    with pytest.raises(aiohttp.ClientConnectorCertificateError):
+        await client.post(admission(pod([])))
+    status, _ = await Webhook(client.url, cert).post(admission(pod([])))
+    assert status == 200
+
+
+async def test_half_written_files_keep_the_old_certificate(
+    webhook: tuple[Webhook, RoutingWebhook],
+) -> None:
+    client, server = webhook
+    assert server.tls is not None
+    Path(server.tls.key_file).write_text("-----BEGIN PRIVATE KEY-----\ntruncated")
+    await asyncio.sleep(0.4)
+    assert server.tls.reloads == 0
+    status, _ = await client.post(admission(pod([])))
+    assert status == 200
+
+
+def test_the_command_needs_a_certificate(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "volsched", "webhook", "--kubeconfig", str(tmp_path / "none")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 2
+    assert completed.stderr.strip().splitlines() == [
+        "volsched: webhook: the API server calls webhooks over HTTPS only; give "
+        "webhook.certFile and webhook.keyFile (or --cert-file and --key-file)"
+    ]
