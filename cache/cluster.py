@@ -29,7 +29,7 @@ from volsched.cache.objects.storage import (
     PersistentVolumeClaim,
     StorageClass,
 )
-from volsched.cache.objects.workloads import PriorityClass, Service, WorkloadSet
+from volsched.cache.objects.workloads import Namespace, PriorityClass, Service, WorkloadSet
 from volsched.cache.pv_index import PersistentVolumeIndex
 
 
@@ -52,6 +52,8 @@ class ClusterCache:
 
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
+        # Names of the nodes holding pods with inter-pod affinity terms (kept by NodeInfo).
+        self.nodes_with_affinity_pods: set[str] = set()
         self.pods: dict[str, Pod] = {}
         self.pending: dict[str, Pod] = {}
         self.assumed_pods: dict[str, str] = {}
@@ -66,6 +68,7 @@ class ClusterCache:
         self.csi_drivers: dict[str, CSIDriver] = {}
         self.csi_capacities: dict[str, CSIStorageCapacity] = {}
         self.services: dict[str, Service] = {}
+        self.namespaces: dict[str, Namespace] = {}
         self.workload_sets: dict[tuple[str, str], WorkloadSet] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.custom: dict[str, dict[str, Any]] = defaultdict(dict)
@@ -108,6 +111,7 @@ class ClusterCache:
             "CSIDriver": self.csi_drivers,
             "CSIStorageCapacity": self.csi_capacities,
             "Service": self.services,
+            "Namespace": self.namespaces,
             "ReplicaSet": self.workload_sets,
             "StatefulSet": self.workload_sets,
             "PriorityClass": self.priority_classes,
@@ -181,7 +185,7 @@ class ClusterCache:
         self.storage_generation += 1
         info = self.nodes.get(node.meta.name)
         if info is None:
-            info = NodeInfo(node)
+            info = NodeInfo(node, self.nodes_with_affinity_pods)
             self.nodes[node.meta.name] = info
             self._node_order = None
             for pod in self.pods.values():
@@ -197,6 +201,7 @@ class ClusterCache:
         self.storage_generation += 1
         if self.nodes.pop(name, None) is not None:
             self._node_order = None
+        self.nodes_with_affinity_pods.discard(name)
         self.pv_index.delete_node(name)
 
     def _placed_on(self, pod: Pod) -> str:

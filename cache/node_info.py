@@ -29,6 +29,7 @@ class NodeInfo:
     """
 
     __slots__ = (
+        "affinity_pods",
         "name",
         "node",
         "nonzero_cpu",
@@ -37,13 +38,19 @@ class NodeInfo:
         "ports",
         "requested",
         "zone",
+        "_with_affinity",
     )
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, with_affinity: set[str] | None = None) -> None:
         self.node = node
         self.name = node.meta.name
         self.zone = zone_key(node.meta.labels)
         self.pods: dict[str, Pod] = {}
+        # Pods with inter-pod (anti-)affinity terms, and the cluster-wide set of the
+        # nodes that hold any: inter-pod affinity reads only those (upstream keeps the
+        # same lists per node).
+        self.affinity_pods: dict[str, Pod] = {}
+        self._with_affinity = with_affinity
         self.requested: dict[str, int] = {}
         self.nonzero_cpu = 0
         self.nonzero_memory = 0
@@ -66,11 +73,18 @@ class NodeInfo:
         self.nonzero_memory += pod.nonzero_memory
         for port in pod.host_ports:
             self.ports[port] = self.ports.get(port, 0) + 1
+        if pod.pod_affinity is not None:
+            self.affinity_pods[key] = pod
+            if self._with_affinity is not None:
+                self._with_affinity.add(self.name)
 
     def remove_pod(self, key: str) -> Pod | None:
         pod = self.pods.pop(key, None)
         if pod is None:
             return None
+        if self.affinity_pods.pop(key, None) is not None and not self.affinity_pods:
+            if self._with_affinity is not None:
+                self._with_affinity.discard(self.name)
         requested = self.requested
         for resource, amount in pod.requests.items():
             left = requested.get(resource, 0) - amount

@@ -53,7 +53,6 @@ class Resource:
 EXTRA_RESOURCES = {
     "Event": Resource("v1", "events", True),
     "Lease": Resource("coordination.k8s.io/v1", "leases", True),
-    "Namespace": Resource("v1", "namespaces", False),
     "CustomResourceDefinition": Resource(
         "apiextensions.k8s.io/v1", "customresourcedefinitions", False
     ),

@@ -32,6 +32,7 @@ CORE_KINDS = (
     "CSIDriver",
     "CSIStorageCapacity",
     "PriorityClass",
+    "Namespace",
     "Service",
     "ReplicaSet",
     "StatefulSet",

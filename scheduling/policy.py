@@ -10,12 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from volsched.cache.errors import ConfigError
 
-PREDICATE_ALIASES = {"PodFitsPorts": "PodFitsHostPorts"}
-PRIORITY_ALIASES = {"ServiceSpreadingPriority": "SelectorSpreadPriority"}
+if TYPE_CHECKING:
+    from volsched.scheduling.plugins.pod_topology_spread import DefaultConstraint
+
+PREDICATE_ALIASES = {"PodFitsPorts": "PodFitsHostPorts", "PodTopologySpread": "EvenPodsSpread"}
+PRIORITY_ALIASES = {
+    "ServiceSpreadingPriority": "SelectorSpreadPriority",
+    "PodTopologySpread": "EvenPodsSpreadPriority",
+}
 
 PRIORITIES = (
     "LeastRequestedPriority",
@@ -26,6 +32,9 @@ PRIORITIES = (
     "TaintTolerationPriority",
     "PrioritizeVolumes",
     "VolumeLocality",
+    # Upstream's default weight for both is 2 (the default profile uses that).
+    "InterPodAffinityPriority",
+    "EvenPodsSpreadPriority",
 )
 PREDICATE_ARGUMENTS = ("serviceAffinity", "labelsPresence")
 PRIORITY_ARGUMENTS = ("serviceAntiAffinity", "labelPreference")
@@ -43,8 +52,10 @@ DEFAULT_PREDICATES = (
     "MaxCSIVolumeCountPred",
 )
 STORAGE_PREDICATES = ("StorageNodeReady", "CheckVolumeLocality")
-# Every built-in predicate: the default ones in their default order, then the storage ones.
-PREDICATES = DEFAULT_PREDICATES + STORAGE_PREDICATES
+# Pod-to-pod rules a policy may add (the seed's default policy had neither).
+POD_PREDICATES = ("MatchInterPodAffinity", "EvenPodsSpread")
+# Every built-in predicate: the default ones in their default order, then the others.
+PREDICATES = DEFAULT_PREDICATES + STORAGE_PREDICATES + POD_PREDICATES
 DEFAULT_PRIORITIES = (
     ("LeastRequestedPriority", 1),
     ("BalancedResourceAllocation", 1),
@@ -74,6 +85,12 @@ class PolicySpec:
     predicates: tuple[PredicateSpec, ...]
     priorities: tuple[PrioritySpec, ...]
     is_default: bool = False
+    # The Policy's top-level hardPodAffinitySymmetricWeight (InterPodAffinity's
+    # hardPodAffinityWeight): how much an existing pod's required affinity to the
+    # incoming pod scores.
+    hard_pod_affinity_weight: int = 1
+    # PodTopologySpread's (defaultConstraints, defaultingType); None: the system defaults.
+    spread_defaults: tuple[tuple[DefaultConstraint, ...], str] | None = None
 
 
 def default_policy(with_storage: bool) -> PolicySpec:
@@ -149,6 +166,8 @@ def _entry_kind(
         ((kind, body),) = argument.items()
         if kind == "shape" and name in ("PrioritizeVolumes",):
             return name, {"shape": body}
+        if kind == HARD_WEIGHT and name == "InterPodAffinityPriority":
+            return name, {HARD_WEIGHT: _hard_weight(body, source, f"{where}.argument.{kind}")}
         if kind not in argument_kinds:
             raise _fail(source, where, f"unknown {what} argument {kind!r}")
         return kind, _check_argument(kind, body, source, where)
@@ -158,6 +177,15 @@ def _entry_kind(
     if canonical not in known:
         raise _fail(source, where, f"unknown {what} {name!r}")
     return canonical, {}
+
+
+HARD_WEIGHT = "hardPodAffinitySymmetricWeight"
+
+
+def _hard_weight(value: Any, source: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 100:
+        raise _fail(source, where, f"must be an integer from 0 to 100, not {value!r}")
+    return value
 
 
 def parse_shape(value: Any, source: str, where: str) -> tuple[tuple[int, int], ...]:
@@ -197,7 +225,7 @@ def parse_policy(data: Any, source: str) -> PolicySpec:
     version = data.get("apiVersion", data.get("version", "v1"))
     if version != "v1":
         raise _fail(source, "apiVersion", f"must be v1, not {version!r}")
-    unknown = set(data) - {"kind", "apiVersion", "version", "predicates", "priorities"}
+    unknown = set(data) - {"kind", "apiVersion", "version", "predicates", "priorities", HARD_WEIGHT}
     if unknown:
         raise _fail(source, sorted(unknown)[0], "unknown key")
     predicates: list[PredicateSpec] = []
@@ -233,7 +261,13 @@ def parse_policy(data: Any, source: str) -> PolicySpec:
         if kind == "PrioritizeVolumes" and "shape" in argument:
             argument = {"shape": parse_shape(argument["shape"], source, f"{where}.argument.shape")}
         priorities.append(PrioritySpec(entry["name"], kind, weight, argument))
-    return PolicySpec(tuple(predicates), tuple(priorities))
+    hard_weight = 1
+    if HARD_WEIGHT in data:
+        hard_weight = _hard_weight(data[HARD_WEIGHT], source, HARD_WEIGHT)
+    for priority in priorities:
+        if HARD_WEIGHT in priority.argument:
+            hard_weight = priority.argument[HARD_WEIGHT]
+    return PolicySpec(tuple(predicates), tuple(priorities), hard_pod_affinity_weight=hard_weight)
 
 
 def _entries(data: Mapping[str, Any], key: str, source: str) -> list[Mapping[str, Any]]:

@@ -12,6 +12,10 @@ from volsched.scheduling.framework.interfaces import FilterPlugin, ScorePlugin
 from volsched.scheduling.framework.profile import Predicate, Priority, Profile
 from volsched.scheduling.plugins.csi_limits import CSILimits
 from volsched.scheduling.plugins.equal_priority import EqualPriority
+from volsched.scheduling.plugins.inter_pod_affinity import (
+    DEFAULT_HARD_POD_AFFINITY_WEIGHT,
+    InterPodAffinity,
+)
 from volsched.scheduling.plugins.node_affinity import NodeAffinity
 from volsched.scheduling.plugins.node_label import NodeLabelPreference, NodeLabelPresence
 from volsched.scheduling.plugins.node_name import NodeName
@@ -22,6 +26,12 @@ from volsched.scheduling.plugins.node_resources import (
     NodeResourcesFit,
 )
 from volsched.scheduling.plugins.node_unschedulable import NodeUnschedulable
+from volsched.scheduling.plugins.pod_topology_spread import (
+    SYSTEM,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    DefaultConstraint,
+    PodTopologySpread,
+)
 from volsched.scheduling.plugins.resource_scoring import ResourceAllocationScore
 from volsched.scheduling.plugins.selector_spread import SelectorSpread
 from volsched.scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
@@ -47,6 +57,11 @@ class PluginSet:
         self.provisioner_checks = dict(provisioner_checks or {})
         self._shared: dict[str, Any] = {}
         self.volume_shape: tuple[ShapePoint, ...] = DEFAULT_SHAPE
+        self.hard_pod_affinity_weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT
+        self.spread_defaults: tuple[tuple[DefaultConstraint, ...], str] = (
+            SYSTEM_DEFAULT_CONSTRAINTS,
+            SYSTEM,
+        )
 
     def shared(self, key: str, factory: Any) -> Any:
         if key not in self._shared:
@@ -57,6 +72,19 @@ class PluginSet:
         plugin: VolumeBinding = self.shared(
             "VolumeBinding",
             lambda: VolumeBinding(self.cluster, self.volume_shape, self.provisioner_checks),
+        )
+        return plugin
+
+    def inter_pod_affinity(self) -> InterPodAffinity:
+        plugin: InterPodAffinity = self.shared(
+            "InterPodAffinity",
+            lambda: InterPodAffinity(self.cluster, self.hard_pod_affinity_weight),
+        )
+        return plugin
+
+    def pod_topology_spread(self) -> PodTopologySpread:
+        plugin: PodTopologySpread = self.shared(
+            "PodTopologySpread", lambda: PodTopologySpread(self.cluster, *self.spread_defaults)
         )
         return plugin
 
@@ -99,6 +127,8 @@ class PluginSet:
             "CheckVolumeLocality": lambda: self.shared(
                 "VolumeLocality", lambda: VolumeLocality(cluster)
             ),
+            "MatchInterPodAffinity": self.inter_pod_affinity,
+            "EvenPodsSpread": self.pod_topology_spread,
             "serviceAffinity": lambda: ServiceAffinity(cluster, tuple(argument["labels"])),
             "labelsPresence": lambda: NodeLabelPresence(
                 cluster, tuple(argument["labels"]), bool(argument["presence"])
@@ -125,6 +155,8 @@ class PluginSet:
             "VolumeLocality": lambda: self.shared(
                 "VolumeLocality", lambda: VolumeLocality(cluster)
             ),
+            "InterPodAffinityPriority": self.inter_pod_affinity,
+            "EvenPodsSpreadPriority": self.pod_topology_spread,
             "serviceAntiAffinity": lambda: ServiceAntiAffinity(cluster, str(argument["label"])),
             "labelPreference": lambda: NodeLabelPreference(
                 cluster, str(argument["label"]), bool(argument["presence"])
@@ -144,6 +176,9 @@ def build_profile(
             plugins.volume_shape = tuple(
                 ShapePoint(utilization, score) for utilization, score in priority.argument["shape"]
             )
+    plugins.hard_pod_affinity_weight = spec.hard_pod_affinity_weight
+    if spec.spread_defaults is not None:
+        plugins.spread_defaults = spec.spread_defaults
     predicates = [Predicate(p.name, plugins.predicate(p.kind, p.argument)) for p in spec.predicates]
     priorities = [
         Priority(p.name, plugins.priority(p.kind, p.argument), p.weight) for p in spec.priorities

@@ -24,7 +24,14 @@ from typing import Any
 from volsched.cache.errors import ConfigError, ObjectError
 from volsched.cache.objects.fields import Fields
 from volsched.cache.objects.selectors import parse_node_affinity
+from volsched.scheduling.plugins.inter_pod_affinity import DEFAULT_HARD_POD_AFFINITY_WEIGHT
 from volsched.scheduling.plugins.node_affinity import AddedAffinity
+from volsched.scheduling.plugins.pod_topology_spread import (
+    LIST,
+    SYSTEM,
+    SYSTEM_DEFAULT_CONSTRAINTS,
+    DefaultConstraint,
+)
 from volsched.scheduling.plugins.resource_scoring import (
     DEFAULT_RESOURCES,
     REQUESTED_TO_CAPACITY_RATIO,
@@ -92,6 +99,12 @@ PLUGINS: dict[str, PluginKind] = {
         "preFilter filter reserve preBind preScore score", "CheckVolumeBinding", "PrioritizeVolumes"
     ),
     "VolumeZone": _kind("preFilter filter", "NoVolumeZoneConflict"),
+    "PodTopologySpread": _kind(
+        "preFilter filter preScore score", "EvenPodsSpread", "EvenPodsSpreadPriority"
+    ),
+    "InterPodAffinity": _kind(
+        "preFilter filter preScore score", "MatchInterPodAffinity", "InterPodAffinityPriority"
+    ),
     "DefaultPreemption": _kind("postFilter"),
     "NodeResourcesBalancedAllocation": _kind("preScore score", None, "BalancedResourceAllocation"),
     "DefaultBinder": _kind("bind"),
@@ -129,6 +142,8 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("NodeVolumeLimits", None),
     ("VolumeBinding", None),
     ("VolumeZone", None),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("DefaultBinder", None),
@@ -388,6 +403,34 @@ def _plugin_args(entry: Mapping[str, Any], where: _Where, name: str) -> dict[str
         except ObjectError as exc:
             raise at.at(exc.field).fail(exc.problem) from None
         return {"addedAffinity": AddedAffinity(required, preferred)}
+    if name == "InterPodAffinity":
+        body = _args_body(entry, at, "InterPodAffinityArgs", ("hardPodAffinityWeight",))
+        result = {}
+        if body.get("hardPodAffinityWeight") is not None:
+            result["hardPodAffinityWeight"] = _integer(
+                body["hardPodAffinityWeight"], at.at("hardPodAffinityWeight"), 0, 100
+            )
+        return result
+    if name == "PodTopologySpread":
+        body = _args_body(
+            entry, at, "PodTopologySpreadArgs", ("defaultConstraints", "defaultingType")
+        )
+        defaulting = body.get("defaultingType", SYSTEM)
+        if defaulting not in (SYSTEM, LIST):
+            raise at.at("defaultingType").fail(f"must be System or List, not {defaulting!r}")
+        constraints = _default_constraints(
+            body.get("defaultConstraints"), at.at("defaultConstraints")
+        )
+        if defaulting == SYSTEM and constraints:
+            raise at.at("defaultConstraints").fail(
+                "must be empty when defaultingType is System (the system defaults apply)"
+            )
+        return {
+            "spreadDefaults": (
+                constraints if defaulting == LIST else SYSTEM_DEFAULT_CONSTRAINTS,
+                defaulting,
+            )
+        }
     if name == "DefaultPreemption":
         body = _args_body(
             entry,
@@ -410,6 +453,30 @@ def _plugin_args(entry: Mapping[str, Any], where: _Where, name: str) -> dict[str
             raise at.fail(f"{name} takes no arguments in volsched")
         return {}
     raise where.at("name").fail(f"unknown plugin {name!r}")
+
+
+def _default_constraints(value: Any, where: _Where) -> tuple[DefaultConstraint, ...]:
+    constraints = []
+    seen: set[tuple[str, str]] = set()
+    for index, item in enumerate(_list(value, where)):
+        at = where.at(index)
+        body = _mapping(item, at, ("maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector"))
+        if body.get("labelSelector") is not None:
+            raise at.at("labelSelector").fail(
+                "must not be set: default constraints take the pod's Services and controller"
+            )
+        max_skew = _integer(body.get("maxSkew"), at.at("maxSkew"), 1, 1_000_000)
+        key = _name(body.get("topologyKey"), at.at("topologyKey"))
+        when = body.get("whenUnsatisfiable")
+        if when not in ("DoNotSchedule", "ScheduleAnyway"):
+            raise at.at("whenUnsatisfiable").fail(
+                f"must be DoNotSchedule or ScheduleAnyway, not {when!r}"
+            )
+        if (key, when) in seen:
+            raise at.at("topologyKey").fail(f"{key} is duplicated for {when}")
+        seen.add((key, when))
+        constraints.append(DefaultConstraint(max_skew, key, when))
+    return tuple(constraints)
 
 
 def _shape(value: Any, where: _Where) -> tuple[ShapePoint, ...]:
@@ -486,9 +553,17 @@ def compile_profile(
     bind_timeout = arguments.get("VolumeBinding", {}).get(
         "bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS
     )
+    policy = PolicySpec(
+        tuple(predicates),
+        tuple(priorities),
+        hard_pod_affinity_weight=arguments.get("InterPodAffinity", {}).get(
+            "hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT
+        ),
+        spread_defaults=arguments.get("PodTopologySpread", {}).get("spreadDefaults"),
+    )
     return ProfileSpec(
         scheduler_name,
-        PolicySpec(tuple(predicates), tuple(priorities)),
+        policy,
         bind_timeout_seconds=bind_timeout,
         preemption=any(name == "DefaultPreemption" for name, _ in post_filters),
     )

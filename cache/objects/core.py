@@ -12,6 +12,13 @@ from fractions import Fraction
 
 from volsched.cache.objects.fields import Fields, Raw
 from volsched.cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
+from volsched.cache.objects.pod_constraints import (
+    PodAffinity,
+    SpreadConstraint,
+    parse_pod_affinity,
+    parse_scheduling_gates,
+    parse_spread_constraints,
+)
 from volsched.cache.objects.selectors import NodeSelector, PreferredTerm, parse_node_affinity
 from volsched.cache.quantity import ceil_milli_value, ceil_value
 
@@ -113,6 +120,9 @@ class Pod(NamespacedView):
     required_affinity: NodeSelector | None = None
     preferred_affinity: tuple[PreferredTerm, ...] = ()
     tolerations: tuple[Toleration, ...] = ()
+    pod_affinity: PodAffinity | None = None
+    spread_constraints: tuple[SpreadConstraint, ...] = ()
+    scheduling_gates: tuple[str, ...] = ()
 
     @property
     def labels(self) -> dict[str, str]:
@@ -307,6 +317,7 @@ def parse_pod(raw: Raw) -> Pod:
     status = Fields(raw.get("status"), "Pod", meta.name, "status")
     requests, nonzero_cpu, nonzero_memory = _pod_requests(spec)
     required, preferred = parse_node_affinity(spec.sub("affinity").sub("nodeAffinity"))
+    labels = meta.labels
     return Pod(
         meta=meta,
         scheduler_name=spec.str("schedulerName", "default-scheduler") or "default-scheduler",
@@ -323,4 +334,7 @@ def parse_pod(raw: Raw) -> Pod:
         required_affinity=required,
         preferred_affinity=preferred,
         tolerations=_tolerations(spec),
+        pod_affinity=parse_pod_affinity(spec.sub("affinity"), meta.namespace, labels),
+        spread_constraints=parse_spread_constraints(spec, labels),
+        scheduling_gates=parse_scheduling_gates(spec),
     )

@@ -23,6 +23,7 @@ from volsched.cache.objects.storage import (
     parse_storage_class,
 )
 from volsched.cache.objects.workloads import (
+    parse_namespace,
     parse_priority_class,
     parse_replica_set,
     parse_service,
@@ -62,6 +63,7 @@ KINDS: dict[str, KindInfo] = {
             True,
             parse_csi_storage_capacity,
         ),
+        KindInfo("Namespace", "v1", "namespaces", False, parse_namespace),
         KindInfo("Service", "v1", "services", True, parse_service),
         KindInfo("ReplicaSet", "apps/v1", "replicasets", True, parse_replica_set),
         KindInfo("StatefulSet", "apps/v1", "statefulsets", True, parse_stateful_set),

@@ -32,6 +32,21 @@ class PriorityClass:
     global_default: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    """A namespace's labels: what pod affinity's ``namespaceSelector`` matches."""
+
+    meta: ObjectMeta
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.meta.labels
+
+
+def parse_namespace(raw: Raw) -> Namespace:
+    return Namespace(meta=parse_meta(raw.get("metadata"), "Namespace", namespaced=False))
+
+
 def parse_service(raw: Raw) -> Service:
     meta = parse_meta(raw.get("metadata"), "Service", namespaced=True)
     spec = Fields(raw.get("spec"), "Service", meta.name, "spec")

@@ -56,6 +56,11 @@ def _required(pod: Pod) -> _Required:
     return _Required(tuple(pod.node_selector.items()), pod.required_affinity)
 
 
+def matches_required_node_affinity(pod: Pod, node: NodeInfo) -> bool:
+    """The pod's nodeSelector and required node affinity hold on the node."""
+    return _required(pod).matches(node)
+
+
 def _named_nodes(affinity: NodeSelector) -> set[str] | None:
     """The nodes ``matchFields`` on ``metadata.name`` (In) confine the pod to, or None.
 

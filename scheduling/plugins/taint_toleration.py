@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod, Toleration
+from volsched.cache.objects.core import Pod, Taint, Toleration
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SUCCESS, Status, unresolvable
 from volsched.scheduling.plugins.normalize import default_normalize
@@ -28,6 +28,17 @@ def untolerated_reason(key: str, value: str) -> str:
     return f"node(s) had untolerated taint {{{key}: {value}}}"
 
 
+def untolerated_hard_taint(pod: Pod, node: NodeInfo) -> Taint | None:
+    """The first NoSchedule / NoExecute taint of the node the pod does not tolerate."""
+    tolerations = pod.tolerations
+    for taint in node.node.taints:
+        if taint.effect not in _HARD_EFFECTS:
+            continue
+        if not any(toleration.tolerates(taint) for toleration in tolerations):
+            return taint
+    return None
+
+
 class TaintToleration:
     """Filter + score. A rejection is UnschedulableAndUnresolvable: evictions do not
     remove taints."""
@@ -39,13 +50,8 @@ class TaintToleration:
         self._score_key = f"PreScore{self.name}"
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
-        tolerations = pod.tolerations
-        for taint in node.node.taints:
-            if taint.effect not in _HARD_EFFECTS:
-                continue
-            if not any(toleration.tolerates(taint) for toleration in tolerations):
-                return unresolvable(untolerated_reason(taint.key, taint.value))
-        return None
+        taint = untolerated_hard_taint(pod, node)
+        return None if taint is None else unresolvable(untolerated_reason(taint.key, taint.value))
 
     @staticmethod
     def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:

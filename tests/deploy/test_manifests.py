@@ -269,6 +269,7 @@ WATCHED_RESOURCES = [
     ("", "persistentvolumes"),
     ("", "persistentvolumeclaims"),
     ("", "services"),
+    ("", "namespaces"),
     ("storage.k8s.io", "storageclasses"),
     ("storage.k8s.io", "csinodes"),
     ("storage.k8s.io", "csidrivers"),

@@ -33,12 +33,16 @@ DEFAULT_FILTERS = [
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
+    "PodTopologySpread",
+    "InterPodAffinity",
 ]
 DEFAULT_SCORES = [
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodeResourcesFit", 1),
     ("VolumeBinding", 1),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),
 ]
 

@@ -1,0 +1,300 @@
+"""PodTopologySpread (policy names EvenPodsSpread and EvenPodsSpreadPriority).
+
+Upstream's plugin. Filter (``DoNotSchedule`` constraints): PreFilter counts, per
+constraint and topology domain, the pods of the incoming pod's namespace that match the
+constraint's selector, over the nodes that carry every constraint's topology key and
+that the constraint's inclusion policies admit (``nodeAffinityPolicy: Honor``, the
+default, counts only nodes the pod's nodeSelector / required node affinity allow;
+``nodeTaintsPolicy: Honor`` only nodes whose taints it tolerates — default Ignore). A
+node passes when ``matching pods in its domain + 1 (if the pod matches itself) −
+global minimum ≤ maxSkew``, the minimum being 0 while fewer domains than ``minDomains``
+exist. A node without a constraint's key is UnschedulableAndUnresolvable; a skew too
+large is Unschedulable (evicting pods can even it out).
+
+Score (``ScheduleAnyway`` constraints, or — for a pod with no constraints of its own
+that a Service, ReplicaSet, StatefulSet or ReplicationController selects — the system
+defaults: hostname maxSkew 3 and zone maxSkew 5): per node, the sum over constraints of
+``matching pods in its domain × log(domains + 2) + maxSkew − 1``, rounded, then
+normalized so the emptiest domain scores 100; filtered nodes missing a key score 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.cache.objects.pod_constraints import (
+    DO_NOT_SCHEDULE,
+    HONOR,
+    SCHEDULE_ANYWAY,
+    SpreadConstraint,
+)
+from volsched.cache.objects.selectors import LabelSelector
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.scheduling.plugins.node_affinity import matches_required_node_affinity
+from volsched.scheduling.plugins.selector_spread import default_selector
+from volsched.scheduling.plugins.taint_toleration import untolerated_hard_taint
+
+MAX_NODE_SCORE = 100
+HOSTNAME = "kubernetes.io/hostname"
+ZONE = "topology.kubernetes.io/zone"
+REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
+REASON_MISSING_LABEL = f"{REASON_CONSTRAINTS} (missing required label)"
+SYSTEM = "System"
+LIST = "List"
+
+_SKEW = unschedulable(REASON_CONSTRAINTS)
+_MISSING = unresolvable(REASON_MISSING_LABEL)
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultConstraint:
+    """A profile's default constraint (``defaultConstraints``): no selector of its own,
+    the pod's Services and controller give it one."""
+
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str = SCHEDULE_ANYWAY
+
+
+SYSTEM_DEFAULT_CONSTRAINTS = (
+    DefaultConstraint(3, HOSTNAME),
+    DefaultConstraint(5, ZONE),
+)
+
+
+@dataclass(slots=True)
+class _FilterState:
+    constraints: tuple[SpreadConstraint, ...]
+    counts: list[dict[str, int]] = field(default_factory=list)
+    minimum: list[int] = field(default_factory=list)
+    self_match: list[bool] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _ScoreState:
+    constraints: tuple[SpreadConstraint, ...]
+    weights: list[float]
+    domain_counts: list[dict[str, int]]
+    ignored: set[str]
+
+
+def _has_keys(labels: dict[str, str], constraints: Sequence[SpreadConstraint]) -> bool:
+    return all(c.topology_key in labels for c in constraints)
+
+
+def _admits(constraint: SpreadConstraint, pod: Pod, node: NodeInfo) -> bool:
+    """The constraint's node inclusion policies."""
+    if constraint.node_affinity_policy == HONOR and not matches_required_node_affinity(pod, node):
+        return False
+    return not (
+        constraint.node_taints_policy == HONOR and untolerated_hard_taint(pod, node) is not None
+    )
+
+
+def _count(node: NodeInfo, constraint: SpreadConstraint, namespace: str) -> int:
+    selector = constraint.selector
+    if selector is None:
+        return 0
+    count = 0
+    for pod in node.pods.values():
+        if (
+            pod.namespace == namespace
+            and pod.meta.deletion_timestamp is None
+            and selector.matches(pod.labels)
+        ):
+            count += 1
+    return count
+
+
+class PodTopologySpread:
+    name = "PodTopologySpread"
+
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        default_constraints: Sequence[DefaultConstraint] = SYSTEM_DEFAULT_CONSTRAINTS,
+        defaulting_type: str = SYSTEM,
+    ) -> None:
+        self.cluster = cluster
+        self.default_constraints = tuple(default_constraints)
+        self.defaulting_type = defaulting_type
+        self._filter_key = f"PreFilter{self.name}"
+        self._score_key = f"PreScore{self.name}"
+
+    def _defaulted(self, pod: Pod, when: str) -> tuple[SpreadConstraint, ...]:
+        """The profile's default constraints for a pod without its own (or none)."""
+        defaults = [d for d in self.default_constraints if d.when_unsatisfiable == when]
+        if not defaults:
+            return ()
+        selector: LabelSelector | None = default_selector(self.cluster, pod)
+        if selector is None:
+            return ()
+        return tuple(
+            SpreadConstraint(d.max_skew, d.topology_key, d.when_unsatisfiable, selector)
+            for d in defaults
+        )
+
+    def _constraints(self, pod: Pod, when: str) -> tuple[SpreadConstraint, ...]:
+        if pod.spread_constraints:
+            return tuple(c for c in pod.spread_constraints if c.when_unsatisfiable == when)
+        return self._defaulted(pod, when)
+
+    # -- filter ----------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:
+            return None, SKIP
+        filter_state = _FilterState(constraints)
+        counts: list[dict[str, int]] = [{} for _ in constraints]
+        namespace = pod.namespace
+        for info in self.cluster.node_list():
+            labels = info.node.meta.labels
+            if not _has_keys(labels, constraints):
+                continue
+            for index, constraint in enumerate(constraints):
+                if not _admits(constraint, pod, info):
+                    continue
+                value = labels[constraint.topology_key]
+                domain = counts[index]
+                domain[value] = domain.get(value, 0) + _count(info, constraint, namespace)
+        filter_state.counts = counts
+        for index, constraint in enumerate(constraints):
+            domains = counts[index]
+            minimum = min(domains.values()) if domains else 0
+            if constraint.min_domains is not None and len(domains) < constraint.min_domains:
+                # Too few domains: the missing ones count as holding no matching pod.
+                minimum = 0
+            filter_state.minimum.append(minimum)
+            filter_state.self_match.append(constraint.counts(pod.labels))
+        state.write(self._filter_key, filter_state)
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
+        filter_state: _FilterState | None = state.read(self._filter_key)
+        if filter_state is None:
+            self.pre_filter(state, pod)
+            filter_state = state.read(self._filter_key)
+            if filter_state is None:
+                return None
+        labels = node.node.meta.labels
+        for index, constraint in enumerate(filter_state.constraints):
+            value = labels.get(constraint.topology_key)
+            if value is None:
+                return _MISSING
+            skew = (
+                filter_state.counts[index].get(value, 0)
+                + filter_state.self_match[index]
+                - filter_state.minimum[index]
+            )
+            if skew > constraint.max_skew:
+                return _SKEW
+        return None
+
+    def explain(self, state: CycleState, pod: Pod, node: NodeInfo) -> str | None:
+        """Which constraint rejected ``node``, with the skew (for ``volsched explain``)."""
+        filter_state: _FilterState | None = state.read(self._filter_key)
+        if filter_state is None:
+            return None
+        labels = node.node.meta.labels
+        for index, constraint in enumerate(filter_state.constraints):
+            key = constraint.topology_key
+            value = labels.get(key)
+            where = f"constraint {index} (topologyKey {key}, maxSkew {constraint.max_skew})"
+            if value is None:
+                return f"{where}: the node has no {key} label"
+            matching = filter_state.counts[index].get(value, 0)
+            skew = matching + filter_state.self_match[index] - filter_state.minimum[index]
+            if skew > constraint.max_skew:
+                return (
+                    f"{where}: {key}={value} has {matching} matching pod(s), the minimum is "
+                    f"{filter_state.minimum[index]}: skew {skew} > {constraint.max_skew}"
+                )
+        return None
+
+    # -- score -----------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        own = bool(pod.spread_constraints)
+        constraints = self._constraints(pod, SCHEDULE_ANYWAY)
+        if not constraints:
+            return SKIP
+        # Constraints a pod writes itself need every key on a node; defaulted ones do not.
+        require_all = own or self.defaulting_type != SYSTEM
+        ignored: set[str] = set()
+        domain_counts: list[dict[str, int]] = [{} for _ in constraints]
+        for info in nodes:
+            labels = info.node.meta.labels
+            if require_all and not _has_keys(labels, constraints):
+                ignored.add(info.name)
+                continue
+            for index, constraint in enumerate(constraints):
+                if constraint.topology_key == HOSTNAME:
+                    continue
+                domain_counts[index].setdefault(labels.get(constraint.topology_key, ""), 0)
+        weights = []
+        for index, constraint in enumerate(constraints):
+            size = len(domain_counts[index])
+            if constraint.topology_key == HOSTNAME:
+                size = len(nodes) - len(ignored)
+            weights.append(math.log(size + 2))
+        namespace = pod.namespace
+        for info in self.cluster.node_list():
+            labels = info.node.meta.labels
+            if require_all and not _has_keys(labels, constraints):
+                continue
+            for index, constraint in enumerate(constraints):
+                if constraint.topology_key == HOSTNAME or not _admits(constraint, pod, info):
+                    continue
+                domains = domain_counts[index]
+                value = labels.get(constraint.topology_key, "")
+                if value in domains:
+                    domains[value] += _count(info, constraint, namespace)
+        state.write(self._score_key, _ScoreState(constraints, weights, domain_counts, ignored))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        score_state: _ScoreState | None = state.read(self._score_key)
+        if score_state is None or node.name in score_state.ignored:
+            return 0
+        labels = node.node.meta.labels
+        total = 0.0
+        for index, constraint in enumerate(score_state.constraints):
+            value = labels.get(constraint.topology_key)
+            if value is None:
+                continue
+            if constraint.topology_key == HOSTNAME:
+                count = _count(node, constraint, pod.namespace)
+            else:
+                count = score_state.domain_counts[index].get(value, 0)
+            total += count * score_state.weights[index] + (constraint.max_skew - 1)
+        return _round_half_away(total)
+
+    def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:
+        score_state: _ScoreState | None = state.read(self._score_key)
+        ignored = score_state.ignored if score_state is not None else set()
+        counted = [value for name, value in scores.items() if name not in ignored]
+        if not counted:
+            for name in scores:
+                scores[name] = 0
+            return
+        low = min(counted)
+        high = max(counted)
+        for name, value in scores.items():
+            if name in ignored:
+                scores[name] = 0
+            elif high == 0:
+                scores[name] = MAX_NODE_SCORE
+            else:
+                scores[name] = MAX_NODE_SCORE * (high + low - value) // high
+
+
+def _round_half_away(value: float) -> int:
+    """Go's math.Round."""
+    return math.floor(value + 0.5) if value >= 0 else -math.floor(-value + 0.5)
