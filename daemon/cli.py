@@ -149,7 +149,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
             raise ConfigError(f"pod {args.pod} is not in the snapshot")
         raise ConfigError(f"pod {args.pod} is not pending (it runs on {pod.node_name or '?'})")
     nodes = [info.name for info in run.cluster.node_list()]
-    report = explain_json(outcome, run.profile_for(outcome.pod), sorted(nodes))
+    report = explain_json(outcome, run.profile_for(outcome.pod), sorted(nodes), run.cluster.nodes)
     if _output_format(args) == "json":
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -19,12 +19,14 @@ from opentelemetry import trace
 from opentelemetry.trace import Tracer
 
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import Pod
 from volsched.daemon.binding import Binder
 from volsched.daemon.metrics import PROFILE, Metrics
 from volsched.daemon.queueing import QueuedPod, SchedulingQueue
 from volsched.daemon.reporting import Reporter
 from volsched.daemon.tracing import record_cycle
 from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
 
 log = logging.getLogger("volsched.loop")
 
@@ -59,6 +61,14 @@ class SchedulingLoop:
         self.gate: asyncio.Event = asyncio.Event()
         self.gate.set()
         self.stopping = False
+        queue.on_gated = self._gated
+
+    def _gated(self, pod: Pod) -> None:
+        """PreEnqueue kept a gated pod out: make sure its condition says so (the API
+        server usually has already), once, and only as leader."""
+        if pod.scheduled_reason == GATED_REASON or not self.gate.is_set():
+            return
+        self._spawn(self.reporter.gated(pod))
 
     @property
     def in_flight(self) -> int:

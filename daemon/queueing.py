@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from volsched.cache.objects.core import Pod
+from volsched.scheduling.plugins.scheduling_gates import is_gated
 
 # Which cluster events can make a pod rejected by a plugin schedulable again.
 RELEVANT_EVENTS: dict[str, frozenset[str]] = {
@@ -93,6 +94,9 @@ class SchedulingQueue:
         self._active_keys: set[str] = set()
         self._backoff: dict[str, QueuedPod] = {}
         self._unschedulable: dict[str, QueuedPod] = {}
+        # PreEnqueue: pods with scheduling gates wait here, never in the active queue.
+        self._gated: dict[str, QueuedPod] = {}
+        self.on_gated: Callable[[Pod], None] | None = None
         self._in_flight: set[str] = set()
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
@@ -105,6 +109,7 @@ class SchedulingQueue:
             "active": len(self._active_keys),
             "backoff": len(self._backoff),
             "unschedulable": len(self._unschedulable),
+            "gated": len(self._gated),
         }
 
     def __contains__(self, key: str) -> bool:
@@ -136,8 +141,17 @@ class SchedulingQueue:
             return
         entry = QueuedPod(pod, enqueued_at=self._clock())
         self._entries[key] = entry
+        if is_gated(pod):
+            self._gate(entry, "PodAdd")
+            return
         if key not in self._in_flight:
             self._push_active(entry, "PodAdd")
+
+    def _gate(self, entry: QueuedPod, event: str) -> None:
+        self._gated[entry.pod.meta.key] = entry
+        self.stats.count("gated", event)
+        if self.on_gated is not None:
+            self.on_gated(entry.pod)
 
     def update(self, pod: Pod) -> None:
         """A pending pod changed: an unschedulable one gets another chance now."""
@@ -147,6 +161,12 @@ class SchedulingQueue:
             self.add(pod)
             return
         entry.pod = pod
+        if key in self._gated:
+            if not is_gated(pod):
+                # The last gate was removed: schedule it now.
+                del self._gated[key]
+                self._push_active(entry, "PodUpdate")
+            return
         if key in self._unschedulable:
             self._move(entry, "PodUpdate")
 
@@ -155,6 +175,7 @@ class SchedulingQueue:
         self._entries.pop(key, None)
         self._backoff.pop(key, None)
         self._unschedulable.pop(key, None)
+        self._gated.pop(key, None)
         self._active_keys.discard(key)
 
     # -- after a cycle ---------------------------------------------------------------

@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from volsched.cache.node_info import NodeInfo
 from volsched.scheduling.framework.profile import Profile
+from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.volume_binding import rejection_details
 from volsched.scheduling.simulation import PodOutcome
 
@@ -72,7 +75,31 @@ def simulation_table(outcomes: list[PodOutcome], volumes: list[dict[str, Any]]) 
     return text + "\n"
 
 
-def explain_json(outcome: PodOutcome, profile: Profile, all_nodes: list[str]) -> dict[str, Any]:
+def _plugin_details(
+    decision: Decision, profile: Profile, name: str, nodes: Mapping[str, NodeInfo]
+) -> list[str]:
+    """What the rejecting plugin says about this node, if it explains itself (which term
+    or constraint rejected it); asked only here, never during a cycle."""
+    rejected_by = decision.rejected_plugin.get(name)
+    node = nodes.get(name)
+    if rejected_by is None or node is None:
+        return []
+    for predicate in profile.predicates:
+        if predicate.plugin.name != rejected_by:
+            continue
+        explain = getattr(predicate.plugin, "explain", None)
+        if callable(explain):
+            text = explain(decision.state, decision.pod, node)
+            return [text] if isinstance(text, str) and text else []
+    return []
+
+
+def explain_json(
+    outcome: PodOutcome,
+    profile: Profile,
+    all_nodes: list[str],
+    nodes: Mapping[str, NodeInfo] | None = None,
+) -> dict[str, Any]:
     decision = outcome.decision
     weights = {p.policy_name: p.weight for p in profile.priorities}
     evaluated = set(decision.evaluated) | set(decision.filtered)
@@ -83,7 +110,9 @@ def explain_json(outcome: PodOutcome, profile: Profile, all_nodes: list[str]) ->
             row["result"] = "rejected"
             row["predicate"] = decision.rejected_by.get(name)
             row["reasons"] = decision.filtered[name]
-            details = rejection_details(decision.state, name)
+            details = rejection_details(decision.state, name) + _plugin_details(
+                decision, profile, name, nodes or {}
+            )
             if details:
                 row["details"] = details
         elif name in decision.scores:

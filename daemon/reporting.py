@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from volsched.cache.errors import ApiError
 from volsched.cache.objects.core import Pod
 from volsched.daemon.kube_client import KubeClient
+from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
+from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
 
 log = logging.getLogger("volsched.events")
 MAX_MESSAGE_BYTES = 1024
@@ -97,6 +99,13 @@ class Reporter:
     async def failed(self, pod: Pod, message: str, reason: str) -> None:
         """``reason`` is ``Unschedulable`` (nothing fits) or ``SchedulerError``."""
         await self._event(pod, "Warning", "FailedScheduling", "Scheduling", message)
+        await self._condition(pod, reason, message)
+
+    async def gated(self, pod: Pod) -> None:
+        """A gated pod: the condition only, no event (it was never attempted)."""
+        await self._condition(pod, GATED_REASON, GATED_MESSAGE)
+
+    async def _condition(self, pod: Pod, reason: str, message: str) -> None:
         condition = {
             "type": "PodScheduled",
             "status": "False",

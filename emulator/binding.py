@@ -54,6 +54,9 @@ def bind(registry: Registry, namespace: str, name: str, binding: Any) -> Raw:
     node = mapping(pod, "spec").get("nodeName")
     if node:
         raise conflict("pods/binding", name, f'pod {name} is already assigned to node "{node}"')
+    # A pod whose scheduling gates are not all removed may not be bound.
+    if mapping(pod, "spec").get("schedulingGates"):
+        raise conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
     new = clone(pod)
     new.setdefault("spec", {})["nodeName"] = target["name"]
     if binding_meta.get("annotations"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from volsched.emulator.errors import forbidden
-from volsched.emulator.raw import Raw, annotations_of, metadata, name_of
+from volsched.emulator.raw import Raw, annotations_of, metadata, name_of, now_rfc3339
 
 DEFAULT_CLASS_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class",
@@ -103,7 +103,21 @@ def reset_status_on_create(
     group: str, plural: str, custom: bool, has_status: bool, obj: Raw
 ) -> None:
     """What upstream's ``PrepareForCreate`` does to ``status`` for a client's create."""
-    if group == "" and plural in ("pods", "persistentvolumes", "persistentvolumeclaims"):
+    if group == "" and plural == "pods":
+        obj["status"] = {"phase": "Pending"}
+        if (obj.get("spec") or {}).get("schedulingGates"):
+            # The API server marks a gated pod itself, before any scheduler sees it.
+            obj["status"]["conditions"] = [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            ]
+    elif group == "" and plural in ("persistentvolumes", "persistentvolumeclaims"):
         obj["status"] = {"phase": "Pending"}
     elif group == "" and plural == "namespaces":
         obj["status"] = {"phase": "Active"}

@@ -155,6 +155,8 @@ class Registry:
             errors += events.validation_errors(resource, obj)
         if resource.group == CRD_GROUP and resource.plural == CRD_PLURAL:
             errors += validation.crd_errors(obj)
+        if resource.group == "" and resource.plural == "pods":
+            errors += validation.pod_create_errors(obj)
         validation.check(resource.qualified_kind, name, errors)
         meta["name"] = name
         if self.stored(resource, namespace, name) is not None:

@@ -96,6 +96,20 @@ def _without_mutable_pod_fields(spec: Raw) -> Raw:
     return result
 
 
+def pod_create_errors(pod: Raw) -> list[FieldError]:
+    """A pod may not be created on a node while it still has scheduling gates."""
+    spec = mapping(pod, "spec")
+    if spec.get("nodeName") and spec.get("schedulingGates"):
+        return [
+            FieldError(
+                "spec.nodeName",
+                "Forbidden",
+                "cannot be set until all schedulingGates have been cleared",
+            )
+        ]
+    return []
+
+
 def pod_update_errors(old: Raw, new: Raw) -> list[FieldError]:
     old_spec, new_spec = mapping(old, "spec"), mapping(new, "spec")
     if _without_mutable_pod_fields(old_spec) != _without_mutable_pod_fields(new_spec):

@@ -10,6 +10,8 @@ from typing import Any
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
+from volsched.scheduling.plugins.scheduling_gates import is_gated
 from volsched.scheduling.plugins.volume_binding import assumed_volumes
 from volsched.scheduling.queue_order import in_queue_order
 from volsched.scheduling.storage_placement import ReplicaContext, ReplicaPlan, placement_json
@@ -52,16 +54,6 @@ def pending_pods(cluster: ClusterCache, scheduler_name: str | None) -> list[Pod]
     return in_queue_order(cluster, pods)
 
 
-def decide_all(
-    cluster: ClusterCache, scheduler: Scheduler, scheduler_name: str | None = None
-) -> list[PodOutcome]:
-    outcomes = []
-    for pod in pending_pods(cluster, scheduler_name):
-        decision = scheduler.schedule(pod)
-        outcomes.append(PodOutcome(decision, claim_outcomes(decision)))
-    return outcomes
-
-
 @dataclass(slots=True)
 class SimulationResult:
     pods: list[PodOutcome]
@@ -88,6 +80,10 @@ def simulate(
     volumes = replicas.place_volumes() if replicas is not None else []
     outcomes = []
     for pod in pending_pods(cluster, scheduler_name):
+        if is_gated(pod):
+            # PreEnqueue: never attempted, takes nothing, touches no volume.
+            outcomes.append(PodOutcome(Decision(pod, message=GATED_MESSAGE)))
+            continue
         decision = scheduler_for(scheduler, pod).schedule(pod)
         outcomes.append(PodOutcome(decision, claim_outcomes(decision)))
         assumed = assumed_volumes(decision.state)

@@ -123,6 +123,8 @@ class Pod(NamespacedView):
     pod_affinity: PodAffinity | None = None
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
+    # The reason of the pod's PodScheduled condition, when it has one.
+    scheduled_reason: str = ""
 
     @property
     def labels(self) -> dict[str, str]:
@@ -311,6 +313,13 @@ def _tolerations(spec: Fields) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
+def _scheduled_reason(status: Fields) -> str:
+    for condition in status.items("conditions"):
+        if condition.str("type") == "PodScheduled":
+            return condition.str("reason")
+    return ""
+
+
 def parse_pod(raw: Raw) -> Pod:
     meta = parse_meta(raw.get("metadata"), "Pod", namespaced=True)
     spec = Fields(raw.get("spec"), "Pod", meta.name, "spec")
@@ -337,4 +346,5 @@ def parse_pod(raw: Raw) -> Pod:
         pod_affinity=parse_pod_affinity(spec.sub("affinity"), meta.namespace, labels),
         spread_constraints=parse_spread_constraints(spec, labels),
         scheduling_gates=parse_scheduling_gates(spec),
+        scheduled_reason=_scheduled_reason(status),
     )

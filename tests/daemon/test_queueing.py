@@ -68,7 +68,7 @@ def test_unschedulable_pod_moves_only_on_a_relevant_event() -> None:
     q.requeue_unschedulable(p, {"VolumeBinding"})
     clock.now += 5
     assert q.on_cluster_event("Service") == 0
-    assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 1}
+    assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
     assert q.on_cluster_event("PersistentVolume") == 1
     assert drain(q) == ["p"]
 
@@ -81,7 +81,7 @@ def test_event_during_backoff_goes_to_backoff_first() -> None:
     q.pop_ready()
     q.requeue_unschedulable(p, {"NodeResourcesFit"})
     q.on_cluster_event("Node")
-    assert q.lengths() == {"active": 0, "backoff": 1, "unschedulable": 0}
+    assert q.lengths() == {"active": 0, "backoff": 1, "unschedulable": 0, "gated": 0}
     clock.now += 4
     assert drain(q) == ["p"]
 
@@ -105,7 +105,7 @@ def test_deleted_pod_leaves_every_queue() -> None:
     q.add(p)
     q.delete(p.meta.key)
     assert drain(q) == []
-    assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0}
+    assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
 
 
 def test_in_flight_pod_is_not_queued_twice() -> None:
@@ -137,3 +137,35 @@ async def test_pop_waits_for_a_pod() -> None:
     entry = await asyncio.wait_for(q.pop(poll_seconds=0.5), timeout=2)
     await task
     assert entry.pod.name == "p"
+
+
+def gated(name: str, gates: list[str]) -> Pod:
+    view: Pod = parse(pod(name, spec={"schedulingGates": [{"name": g} for g in gates]}))
+    return view
+
+
+def test_a_gated_pod_waits_outside_the_active_queue_until_its_last_gate_goes() -> None:
+    q = queue(Clock())
+    seen: list[str] = []
+    q.on_gated = lambda p: seen.append(p.name)
+    q.add(gated("held", ["example.com/quota", "example.com/data-ready"]))
+    q.add(make("free"))
+    assert drain(q) == ["free"]
+    assert q.lengths()["gated"] == 1
+    assert seen == ["held"]
+    # One gate removed: still gated; events do not release it either.
+    q.update(gated("held", ["example.com/data-ready"]))
+    assert q.on_cluster_event("PersistentVolume") == 0
+    assert drain(q) == []
+    q.update(make("held"))
+    assert q.lengths()["gated"] == 0
+    assert drain(q) == ["held"]
+    assert seen == ["held"]
+
+
+def test_a_deleted_gated_pod_leaves_no_trace() -> None:
+    q = queue(Clock())
+    q.add(gated("held", ["g"]))
+    q.delete("default/held")
+    assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
+    assert "default/held" not in q

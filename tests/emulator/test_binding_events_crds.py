@@ -175,3 +175,42 @@ async def test_invalid_crd_is_422(api: Api) -> None:
     body["metadata"] = {"name": "wrong.name"}
     status, error = await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body)
     assert status == 422 and 'must be spec.names.plural+"."+spec.group' in error["message"]
+
+
+async def test_a_gated_pod_cannot_be_bound_and_is_marked_at_creation(api: Api) -> None:
+    gated = pod("p1")
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    created = await api.ok("POST", PODS, gated)
+    (condition,) = created["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "PodScheduled",
+        "False",
+        "SchedulingGated",
+    )
+    assert condition["message"] == "Scheduling is blocked due to non-empty scheduling gates"
+    status, error = await api.post(f"{PODS}/p1/binding", binding("p1", "n1"))
+    assert status == 409 and error["reason"] == "Conflict"
+    assert error["message"] == (
+        'Operation cannot be fulfilled on pods/binding "p1": '
+        "pod p1 has non-empty .spec.schedulingGates"
+    )
+    # Gates may only be removed; then the pod binds.
+    _, current = await api.get(f"{PODS}/p1")
+    current["spec"]["schedulingGates"].append({"name": "example.com/another"})
+    status, error = await api.request("PUT", f"{PODS}/p1", current)
+    assert status == 422 and "only deletion is allowed" in error["message"]
+    current["spec"]["schedulingGates"] = []
+    await api.ok("PUT", f"{PODS}/p1", current)
+    await api.ok("POST", f"{PODS}/p1/binding", binding("p1", "n1"))
+
+
+async def test_a_gated_pod_cannot_be_created_on_a_node(api: Api) -> None:
+    placed = pod("p1")
+    placed["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    placed["spec"]["nodeName"] = "n1"
+    status, error = await api.post(PODS, placed)
+    assert status == 422
+    assert (
+        "spec.nodeName: Forbidden: cannot be set until all schedulingGates have been cleared"
+        in (error["message"])
+    )
