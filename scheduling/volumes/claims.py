@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
+from volsched.cache.objects.selectors import NodeSelector
 from volsched.cache.objects.storage import PersistentVolumeClaim
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 class ClaimProblem(Exception):
@@ -89,30 +92,37 @@ def classify_pod_claims(cluster: ClusterCache, pod: Pod) -> PodVolumeClaims:
     return result
 
 
+def _pinned_by_hostname(affinity: NodeSelector) -> bool:
+    return any(
+        requirement.key == HOSTNAME_LABEL and requirement.operator == "In"
+        for term in affinity.terms
+        for requirement in term.match_expressions
+    )
+
+
 def local_volume_node_names(
     cluster: ClusterCache, claims: list[PersistentVolumeClaim]
 ) -> set[str] | None:
-    """Upstream's GetEligibleNodes: nodes named by the bound PVs' hostname affinity.
+    """The nodes the bound PVs' node affinity admits, by the nodes' labels.
 
-    Each PV contributes the union over its terms of the intersection of that term's
-    ``kubernetes.io/hostname In`` values; PVs intersect. None means "no narrowing" (no
-    such PV, or a PV could not be found).
+    Upstream's GetEligibleNodes took the ``kubernetes.io/hostname In`` values of the PVs'
+    affinity as node *names*; that breaks wherever a node's name is not its hostname
+    label (cloud nodes named ``ip-10-0-1-5.ec2.internal`` labelled ``ip-10-0-1-5``) and was
+    removed upstream (kubernetes#125336). The PV index already knows, by label, which
+    nodes each PV reaches, so narrowing to those nodes is exact and still spares the
+    filters the rest of the cluster. As before, only PVs pinned by hostname (local PVs)
+    narrow: a zonal PV leaves the other nodes to the filter, whose "volume node affinity
+    conflict" says more. PVs intersect; None means "no narrowing".
     """
     eligible: set[str] | None = None
     for claim in claims:
         pv = cluster.pvs.get(claim.volume_name)
         if pv is None:
             return None
-        if pv.node_affinity is None:
+        if pv.node_affinity is None or not _pinned_by_hostname(pv.node_affinity):
             continue
-        names: set[str] = set()
-        for term in pv.node_affinity.terms:
-            term_nodes: set[str] | None = None
-            for requirement in term.match_expressions:
-                if requirement.key == "kubernetes.io/hostname" and requirement.operator == "In":
-                    values = set(requirement.values)
-                    term_nodes = values if term_nodes is None else term_nodes & values
-            names |= term_nodes or set()
-        if names:
-            eligible = names if eligible is None else eligible & names
+        nodes = cluster.pv_index.nodes_of(pv.meta.name)
+        if nodes is None:
+            continue
+        eligible = set(nodes) if eligible is None else eligible & nodes
     return eligible

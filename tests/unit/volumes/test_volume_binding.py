@@ -455,3 +455,62 @@ def test_prebinding_keeps_an_authors_reservation() -> None:
     free = parse(pv("free", "10Gi"))
     chosen, dirty = bind_volume_to_claim(free, claim)
     assert dirty and chosen.meta.annotations["pv.kubernetes.io/bound-by-controller"] == "yes"
+
+
+# A cloud cluster: node names are not their hostname labels.
+CLOUD_NODES = [
+    node("ip-10-0-1-5.ec2.internal", labels={"kubernetes.io/hostname": "ip-10-0-1-5"}),
+    node("ip-10-0-1-6.ec2.internal", labels={"kubernetes.io/hostname": "ip-10-0-1-6"}),
+    node("ip-10-0-1-7.ec2.internal", labels={"kubernetes.io/hostname": "ip-10-0-1-7"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("objects", "expected_node"),
+    [
+        pytest.param(
+            [
+                WFC,
+                pv(
+                    "pv-1",
+                    "10Gi",
+                    node_names=["ip-10-0-1-6"],
+                    claim=("default", "c1"),
+                    phase="Bound",
+                ),
+                pvc("c1", volume_name="pv-1", bound=True),
+                pod("p", claims=["c1"]),
+            ],
+            "ip-10-0-1-6.ec2.internal",
+            id="a bound local PV pinned by hostname label",
+        ),
+        pytest.param(
+            [
+                WFC,
+                pv("pv-1", "10Gi", node_names=["ip-10-0-1-7"]),
+                pvc("c1"),
+                pod("p", claims=["c1"]),
+            ],
+            "ip-10-0-1-7.ec2.internal",
+            id="a WaitForFirstConsumer local PV matched by hostname label",
+        ),
+    ],
+)
+def test_node_names_that_are_not_their_hostname(
+    objects: list[dict[str, Any]], expected_node: str
+) -> None:
+    decision = decide(CLOUD_NODES + objects)
+    assert decision.node == expected_node
+    others = {info["metadata"]["name"] for info in CLOUD_NODES} - {expected_node}
+    assert set(decision.filtered) == others
+
+
+def test_the_pv_index_maps_hostname_affinity_by_label_not_name() -> None:
+    cache = cluster(
+        *CLOUD_NODES,
+        pv("pv-1", "10Gi", node_names=["ip-10-0-1-5"]),
+        pv("pv-2", "10Gi", node_names=["ip-10-0-1-5.ec2.internal"]),
+    )
+    assert cache.pv_index.nodes_of("pv-1") == {"ip-10-0-1-5.ec2.internal"}
+    # A PV naming the node's *name* as hostname matches nothing.
+    assert cache.pv_index.nodes_of("pv-2") == set()
