@@ -30,6 +30,7 @@ from volsched.cache.objects.storage import (
     StorageClass,
 )
 from volsched.cache.objects.workloads import Namespace, PriorityClass, Service, WorkloadSet
+from volsched.cache.pod_index import PodIndex
 from volsched.cache.pv_index import PersistentVolumeIndex
 
 
@@ -52,8 +53,11 @@ class ClusterCache:
 
     def __init__(self) -> None:
         self.nodes: dict[str, NodeInfo] = {}
-        # Names of the nodes holding pods with inter-pod affinity terms (kept by NodeInfo).
-        self.nodes_with_affinity_pods: set[str] = set()
+        # Placed pods by label, nodes with affinity pods (kept by NodeInfo).
+        self.pod_index = PodIndex()
+        # Bumped when a node comes, goes or changes labels (not on status updates).
+        self.node_labels_generation = 0
+        self.nodes_with_affinity_pods = self.pod_index.nodes_with_affinity_pods
         self.pods: dict[str, Pod] = {}
         self.pending: dict[str, Pod] = {}
         self.assumed_pods: dict[str, str] = {}
@@ -184,8 +188,10 @@ class ClusterCache:
     def _upsert_Node(self, node: Node) -> None:
         self.storage_generation += 1
         info = self.nodes.get(node.meta.name)
+        if info is None or info.node.meta.labels != node.meta.labels:
+            self.node_labels_generation += 1
         if info is None:
-            info = NodeInfo(node, self.nodes_with_affinity_pods)
+            info = NodeInfo(node, self.pod_index)
             self.nodes[node.meta.name] = info
             self._node_order = None
             for pod in self.pods.values():
@@ -199,9 +205,11 @@ class ClusterCache:
 
     def _delete_Node(self, name: str) -> None:
         self.storage_generation += 1
-        if self.nodes.pop(name, None) is not None:
+        info = self.nodes.pop(name, None)
+        if info is not None:
             self._node_order = None
-        self.nodes_with_affinity_pods.discard(name)
+            self.node_labels_generation += 1
+            self.pod_index.node_removed(info)
         self.pv_index.delete_node(name)
 
     def _placed_on(self, pod: Pod) -> str:

@@ -6,7 +6,12 @@ again (kube-scheduler's NodeInfo, for the same reason).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from volsched.cache.objects.core import CPU, MEMORY, HostPort, Node, Pod
+
+if TYPE_CHECKING:
+    from volsched.cache.pod_index import PodIndex
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
@@ -29,6 +34,7 @@ class NodeInfo:
     """
 
     __slots__ = (
+        "_index",
         "affinity_pods",
         "name",
         "node",
@@ -38,19 +44,17 @@ class NodeInfo:
         "ports",
         "requested",
         "zone",
-        "_with_affinity",
     )
 
-    def __init__(self, node: Node, with_affinity: set[str] | None = None) -> None:
+    def __init__(self, node: Node, index: PodIndex | None = None) -> None:
         self.node = node
         self.name = node.meta.name
         self.zone = zone_key(node.meta.labels)
         self.pods: dict[str, Pod] = {}
-        # Pods with inter-pod (anti-)affinity terms, and the cluster-wide set of the
-        # nodes that hold any: inter-pod affinity reads only those (upstream keeps the
-        # same lists per node).
+        # Pods with inter-pod (anti-)affinity terms (upstream keeps the same list per
+        # node), and the cluster's index of placed pods, kept as pods come and go.
         self.affinity_pods: dict[str, Pod] = {}
-        self._with_affinity = with_affinity
+        self._index = index
         self.requested: dict[str, int] = {}
         self.nonzero_cpu = 0
         self.nonzero_memory = 0
@@ -75,16 +79,16 @@ class NodeInfo:
             self.ports[port] = self.ports.get(port, 0) + 1
         if pod.pod_affinity is not None:
             self.affinity_pods[key] = pod
-            if self._with_affinity is not None:
-                self._with_affinity.add(self.name)
+        if self._index is not None:
+            self._index.added(pod, self)
 
     def remove_pod(self, key: str) -> Pod | None:
         pod = self.pods.pop(key, None)
         if pod is None:
             return None
-        if self.affinity_pods.pop(key, None) is not None and not self.affinity_pods:
-            if self._with_affinity is not None:
-                self._with_affinity.discard(self.name)
+        self.affinity_pods.pop(key, None)
+        if self._index is not None:
+            self._index.removed(pod, self)
         requested = self.requested
         for resource, amount in pod.requests.items():
             left = requested.get(resource, 0) - amount

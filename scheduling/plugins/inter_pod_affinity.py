@@ -86,6 +86,16 @@ class InterPodAffinity:
     def _term_matches(self, term: AffinityTerm, pod: Pod) -> bool:
         return term.matches(pod.namespace, pod.labels, self._namespace_labels(pod.namespace))
 
+    def _candidates(self, term: AffinityTerm) -> Iterable[tuple[Pod, NodeInfo]]:
+        """Placed pods that may match the term: by label from the cluster's index, or
+        every pod when the selector names no label value."""
+        if term.selector is None:
+            return ()
+        found = self.cluster.pod_index.candidates(term.selector)
+        if found is not None:
+            return found
+        return ((pod, info) for info in self.cluster.node_list() for pod in info.pods.values())
+
     def _nodes_with_affinity_pods(self) -> Iterator[NodeInfo]:
         nodes = self.cluster.nodes
         for name in self.cluster.nodes_with_affinity_pods:
@@ -121,23 +131,24 @@ class InterPodAffinity:
             state.write(self._filter_key, filter_state)
             return None, SUCCESS
         namespace_labels = self._namespace_labels
-        for info in self.cluster.node_list():
-            labels = info.node.meta.labels
-            for existing in info.pods.values():
+        if required:
+            for existing, info in self._candidates(required[0]):
                 existing_ns = namespace_labels(existing.namespace)
-                if required and all(
+                if all(
                     t.matches(existing.namespace, existing.labels, existing_ns) for t in required
                 ):
+                    labels = info.node.meta.labels
                     for term in required:
                         value = labels.get(term.topology_key)
                         if value is not None:
                             _add(filter_state.affinity_counts, (term.topology_key, value), 1)
-                for term in anti:
-                    value = labels.get(term.topology_key)
-                    if value is not None and term.matches(
-                        existing.namespace, existing.labels, existing_ns
-                    ):
-                        _add(filter_state.anti_affinity_counts, (term.topology_key, value), 1)
+        for term in anti:
+            for existing, info in self._candidates(term):
+                value = info.node.meta.labels.get(term.topology_key)
+                if value is not None and term.matches(
+                    existing.namespace, existing.labels, namespace_labels(existing.namespace)
+                ):
+                    _add(filter_state.anti_affinity_counts, (term.topology_key, value), 1)
         filter_state.matches_own_terms = bool(required) and all(
             self._term_matches(term, pod) for term in required
         )

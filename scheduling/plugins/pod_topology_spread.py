@@ -126,6 +126,7 @@ class PodTopologySpread:
         self.defaulting_type = defaulting_type
         self._filter_key = f"PreFilter{self.name}"
         self._score_key = f"PreScore{self.name}"
+        self._domain_cache: dict[tuple[str, ...], tuple[int, list[set[str]]]] = {}
 
     def _defaulted(self, pod: Pod, when: str) -> tuple[SpreadConstraint, ...]:
         """The profile's default constraints for a pod without its own (or none)."""
@@ -152,6 +153,82 @@ class PodTopologySpread:
         if not constraints:
             return None, SKIP
         filter_state = _FilterState(constraints)
+        if self._every_node_with_the_keys_counts(pod, constraints):
+            counts = self._counts_from_index(pod, constraints)
+        else:
+            counts = self._counts_by_scan(pod, constraints)
+        filter_state.counts = counts
+        for index, constraint in enumerate(constraints):
+            domains = counts[index]
+            minimum = min(domains.values()) if domains else 0
+            if constraint.min_domains is not None and len(domains) < constraint.min_domains:
+                # Too few domains: the missing ones count as holding no matching pod.
+                minimum = 0
+            filter_state.minimum.append(minimum)
+            filter_state.self_match.append(constraint.counts(pod.labels))
+        state.write(self._filter_key, filter_state)
+        return None, SUCCESS
+
+    @staticmethod
+    def _every_node_with_the_keys_counts(
+        pod: Pod, constraints: tuple[SpreadConstraint, ...]
+    ) -> bool:
+        """True when the inclusion policies admit every node: then the domains are the
+        label values of the nodes, and the counts come from the pods matching."""
+        constrained = bool(pod.node_selector) or pod.required_affinity is not None
+        return all(
+            c.node_taints_policy != HONOR and (c.node_affinity_policy != HONOR or not constrained)
+            for c in constraints
+        )
+
+    def _domains(self, constraints: tuple[SpreadConstraint, ...]) -> list[set[str]]:
+        """Each constraint's domains: its key's values among nodes with every key."""
+        keys = tuple(c.topology_key for c in constraints)
+        cached = self._domain_cache.get(keys)
+        generation = self.cluster.node_labels_generation
+        if cached is None or cached[0] != generation:
+            values: list[set[str]] = [set() for _ in keys]
+            for info in self.cluster.nodes.values():
+                labels = info.node.meta.labels
+                if all(key in labels for key in keys):
+                    for index, key in enumerate(keys):
+                        values[index].add(labels[key])
+            cached = (generation, values)
+            self._domain_cache[keys] = cached
+        return cached[1]
+
+    def _counts_from_index(
+        self, pod: Pod, constraints: tuple[SpreadConstraint, ...]
+    ) -> list[dict[str, int]]:
+        counts = [dict.fromkeys(domains, 0) for domains in self._domains(constraints)]
+        namespace = pod.namespace
+        for index, constraint in enumerate(constraints):
+            selector = constraint.selector
+            if selector is None:
+                continue
+            found = self.cluster.pod_index.candidates(selector)
+            candidates = (
+                found
+                if found is not None
+                else ((p, info) for info in self.cluster.node_list() for p in info.pods.values())
+            )
+            domain = counts[index]
+            for other, info in candidates:
+                if (
+                    other.namespace != namespace
+                    or other.meta.deletion_timestamp is not None
+                    or not selector.matches(other.labels)
+                ):
+                    continue
+                labels = info.node.meta.labels
+                if _has_keys(labels, constraints):
+                    value = labels[constraint.topology_key]
+                    domain[value] = domain.get(value, 0) + 1
+        return counts
+
+    def _counts_by_scan(
+        self, pod: Pod, constraints: tuple[SpreadConstraint, ...]
+    ) -> list[dict[str, int]]:
         counts: list[dict[str, int]] = [{} for _ in constraints]
         namespace = pod.namespace
         for info in self.cluster.node_list():
@@ -164,17 +241,7 @@ class PodTopologySpread:
                 value = labels[constraint.topology_key]
                 domain = counts[index]
                 domain[value] = domain.get(value, 0) + _count(info, constraint, namespace)
-        filter_state.counts = counts
-        for index, constraint in enumerate(constraints):
-            domains = counts[index]
-            minimum = min(domains.values()) if domains else 0
-            if constraint.min_domains is not None and len(domains) < constraint.min_domains:
-                # Too few domains: the missing ones count as holding no matching pod.
-                minimum = 0
-            filter_state.minimum.append(minimum)
-            filter_state.self_match.append(constraint.counts(pod.labels))
-        state.write(self._filter_key, filter_state)
-        return None, SUCCESS
+        return counts
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         filter_state: _FilterState | None = state.read(self._filter_key)

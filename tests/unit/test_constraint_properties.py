@@ -167,3 +167,22 @@ def test_a_placed_pod_never_breaks_a_required_rule(objects: list[Raw], seed: int
         where = outcome.decision.node
         assert violations(outcome.pod, where, placed, labels) == [], outcome.pod.name
         placed.append((outcome.pod, where))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(objects=snapshots())
+def test_spread_counts_from_the_label_index_equal_a_full_scan(objects: list[Raw]) -> None:
+    """The fast path (pods found by label, domains from node labels) counts exactly what
+    walking every node counts."""
+    from volsched.scheduling.plugins.pod_topology_spread import PodTopologySpread
+
+    cache = cluster(*objects)
+    plugin = PodTopologySpread(cache)
+    for pending in cache.pending.values():
+        constraints = pending.spread_constraints
+        if not constraints:
+            continue
+        scanned = plugin._counts_by_scan(pending, constraints)
+        indexed = plugin._counts_from_index(pending, constraints)
+        # The scan only lists domains holding an eligible node; so does the index.
+        assert indexed == scanned
