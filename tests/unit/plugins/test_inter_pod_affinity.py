@@ -434,3 +434,24 @@ def test_score(
 ) -> None:
     plugin = InterPodAffinity(snapshot(*objects), hard_weight)
     assert scores(plugin, incoming(DB, spec)) == expected
+
+
+def test_match_and_mismatch_label_keys_use_the_pods_own_values() -> None:
+    """matchLabelKeys adds ``key In (own value)``, mismatchLabelKeys ``key NotIn``."""
+    tenant_a = {**DB, "tenant": "a"}
+    spec = affinity(anti=[{**term("app", "zone", values=("db",)), "mismatchLabelKeys": ["tenant"]}])
+    # Anti-affinity to db pods of *other* tenants: a same-tenant neighbour is fine.
+    plugin = InterPodAffinity(snapshot(existing("db-0", "n1", tenant_a)))
+    assert filter_all(plugin, incoming(tenant_a, spec))["n1"] is None
+    plugin = InterPodAffinity(snapshot(existing("db-0", "n1", {**DB, "tenant": "b"})))
+    rejected = filter_all(plugin, incoming(tenant_a, spec))["n1"]
+    assert rejected is not None and rejected.reasons == (REASON_ANTI_AFFINITY,)
+    together = affinity(
+        required=[{**term("app", "zone", values=("db",)), "matchLabelKeys": ["tenant"]}]
+    )
+    # A web pod that wants its own tenant's database in the zone.
+    web_a = {"app": "web", "tenant": "a"}
+    plugin = InterPodAffinity(snapshot(existing("db-0", "n1", {**DB, "tenant": "b"})))
+    assert filter_all(plugin, incoming(web_a, together))["n1"] is not None
+    plugin = InterPodAffinity(snapshot(existing("db-0", "n1", tenant_a)))
+    assert filter_all(plugin, incoming(web_a, together))["n1"] is None

@@ -321,3 +321,17 @@ def test_system_defaults_spread_a_services_pods() -> None:
     assert scores(listed, target) == {"a": 0, "b": 0, "x": 100, "y": 100}
     none = PodTopologySpread(cluster(*objects), (), "List")
     assert set(scores(none, target).values()) == {0}
+
+
+def test_match_label_keys_count_only_the_pods_own_revision() -> None:
+    """matchLabelKeys folds the pod's own value of the key into the selector: pods of an
+    older revision (another pod-template-hash) do not count."""
+    old = placed({"a": 2}, labels={**FOO, "pod-template-hash": "old"})
+    target = incoming(
+        constraint(matchLabelKeys=["pod-template-hash"]),
+        labels={**FOO, "pod-template-hash": "new"},
+    )
+    assert set(feasible(PodTopologySpread(cluster(*nodes(), *old)), target).values()) == {None}
+    same = placed({"a": 2}, labels={**FOO, "pod-template-hash": "new"})
+    verdicts = feasible(PodTopologySpread(cluster(*nodes(), *same)), target)
+    assert verdicts["a"] == SKEW and verdicts["x"] is None
