@@ -51,7 +51,9 @@ from volsched.daemon.reporting import Reporter
 from volsched.daemon.sd_notify import Notifier
 from volsched.daemon.tracing import make_tracer
 from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
+from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.policy import PolicySpec
 from volsched.scheduling.profile_builder import PluginSet, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 from volsched.scheduling.storage_placement import (
@@ -110,7 +112,7 @@ class Daemon:
         self.ingest = Ingest(
             self.cluster,
             self.queue,
-            settings.scheduler_name,
+            self._profile_names(),
             store,
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
         )
@@ -118,13 +120,14 @@ class Daemon:
         self.plugins = PluginSet(
             self.cluster, {REPLICATED_PROVISIONER: ReplicatedProvisioner(self.replicas)}
         )
-        self.scheduler = self._build_scheduler()
+        self.profiles = self._build_profiles()
+        self.scheduler = self.profiles.default
         self.reporter = Reporter(client, settings.scheduler_name, self.options.instance, clock)
         self.binder = Binder(
             client,
             self.cluster,
             self.ingest,
-            self.scheduler,
+            self.profiles,
             self.queue,
             self.reporter,
             store,
@@ -133,12 +136,12 @@ class Daemon:
         )
         self.loop = SchedulingLoop(
             self.cluster,
-            self.scheduler,
+            self.profiles,
             self.queue,
             self.binder,
             self.reporter,
             self.metrics,
-            settings.scheduler_name,
+            self.profiles.names,
             settings.parallelism,
             tracer=tracer,
         )
@@ -166,24 +169,34 @@ class Daemon:
         self._elector_task: asyncio.Task[None] | None = None
         self.metrics.on_scrape(self._collect)
 
-    def _build_scheduler(self) -> Scheduler:
-        # The storage rules only act on pods with replicated volumes (they skip the
-        # rest), so the daemon's default policy always carries them.
-        policy_file = self.settings.policy_file
-        profiles = self.settings.profiles
-        if len(profiles) > 1:
-            raise ConfigError(
-                f"{self.settings.source}: the daemon runs one profile; "
-                f"{len(profiles)} are configured"
-            )
-        if policy_file:
-            spec = load_policy_file(policy_file)
-        elif profiles:
-            spec = profiles[0].policy
-        else:
-            spec = default_profile(with_storage=True).policy
-        profile = build_profile(spec, self.plugins, self.settings.percentage_of_nodes_to_score)
-        return Scheduler(self.cluster, profile, random.Random(self.options.seed))
+    def _profile_specs(self) -> list[tuple[str, PolicySpec]]:
+        """The profiles to run: a Policy file's one, a KubeSchedulerConfiguration's, or
+        the default profile. The storage rules only act on pods with replicated volumes
+        (they skip the rest), so the daemon's default always carries them."""
+        settings = self.settings
+        if settings.policy_file:
+            if settings.profiles:
+                raise ConfigError(
+                    f"{settings.policy_file}: a Policy file and a KubeSchedulerConfiguration's "
+                    "profiles cannot both be given; keep one"
+                )
+            return [(settings.scheduler_name, load_policy_file(settings.policy_file))]
+        if settings.profiles:
+            return [(profile.scheduler_name, profile.policy) for profile in settings.profiles]
+        return [(settings.scheduler_name, default_profile(with_storage=True).policy)]
+
+    def _profile_names(self) -> frozenset[str]:
+        return frozenset(name for name, _ in self._profile_specs())
+
+    def _build_profiles(self) -> Profiles:
+        rng = random.Random(self.options.seed)
+        schedulers = {}
+        for name, spec in self._profile_specs():
+            # Each profile its own plugin instances (their arguments differ), one cache.
+            plugins = PluginSet(self.cluster, self.plugins.provisioner_checks)
+            profile = build_profile(spec, plugins, self.settings.percentage_of_nodes_to_score)
+            schedulers[name] = Scheduler(self.cluster, profile, rng)
+        return Profiles(schedulers)
 
     # -- state -----------------------------------------------------------------------
 

@@ -41,7 +41,8 @@ from volsched.daemon.kube_client import KubeClient
 from volsched.daemon.queueing import SchedulingQueue
 from volsched.daemon.reporting import Reporter
 from volsched.daemon.tracing import api_write
-from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.framework.profiles import Profiles
+from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.volume_binding import assumed_volumes
 from volsched.scheduling.storage_placement import ReplicaPlan
 
@@ -172,7 +173,7 @@ class Binder:
         client: KubeClient,
         cluster: ClusterCache,
         ingest: Ingest,
-        scheduler: Scheduler,
+        scheduler: Profiles,
         queue: SchedulingQueue,
         reporter: Reporter,
         journal: Journal,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
 from volsched.cache.cluster import ClusterCache
@@ -67,13 +67,17 @@ class Ingest:
         self,
         cluster: ClusterCache,
         queue: SchedulingQueue | None,
-        scheduler_name: str,
+        scheduler_names: str | Collection[str],
         store: StoreSink | None = None,
         on_error: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.queue = queue
-        self.scheduler_name = scheduler_name
+        self.scheduler_names = (
+            frozenset({scheduler_names})
+            if isinstance(scheduler_names, str)
+            else frozenset(scheduler_names)
+        )
         self.store = store
         self.raw: dict[str, dict[str, str]] = {kind: {} for kind in RAW_KEPT}
         self._on_error = on_error
@@ -97,7 +101,7 @@ class Ingest:
             not pod.node_name
             and not pod.terminal
             and pod.meta.deletion_timestamp is None
-            and pod.scheduler_name == self.scheduler_name
+            and pod.scheduler_name in self.scheduler_names
         )
 
     # -- events ----------------------------------------------------------------------

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Collection, Coroutine
 from typing import Any
 
 from opentelemetry import trace
@@ -21,11 +21,12 @@ from opentelemetry.trace import Tracer
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
 from volsched.daemon.binding import Binder
-from volsched.daemon.metrics import PROFILE, Metrics
+from volsched.daemon.metrics import Metrics
 from volsched.daemon.queueing import QueuedPod, SchedulingQueue
 from volsched.daemon.reporting import Reporter
 from volsched.daemon.tracing import record_cycle
-from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.framework.profiles import Profiles
+from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
 
 log = logging.getLogger("volsched.loop")
@@ -35,12 +36,12 @@ class SchedulingLoop:
     def __init__(
         self,
         cluster: ClusterCache,
-        scheduler: Scheduler,
+        scheduler: Profiles,
         queue: SchedulingQueue,
         binder: Binder,
         reporter: Reporter,
         metrics: Metrics,
-        scheduler_name: str,
+        scheduler_names: Collection[str],
         parallelism: int,
         monotonic: Callable[[], float] = time.monotonic,
         tracer: Tracer | None = None,
@@ -51,7 +52,7 @@ class SchedulingLoop:
         self.binder = binder
         self.reporter = reporter
         self.metrics = metrics
-        self.scheduler_name = scheduler_name
+        self.scheduler_names = frozenset(scheduler_names)
         self.monotonic = monotonic
         self.tracer: Tracer = tracer or trace.NoOpTracer()
         self._slots = asyncio.Semaphore(parallelism)
@@ -107,7 +108,7 @@ class SchedulingLoop:
         """One scheduling cycle; holds one binding slot, released by the binding."""
         key = entry.pod.meta.key
         pod = self.cluster.pods.get(key)
-        if pod is None or pod.node_name or pod.scheduler_name != self.scheduler_name:
+        if pod is None or pod.node_name or pod.scheduler_name not in self.scheduler_names:
             self.queue.done(key)
             self._slots.release()
             return
@@ -146,8 +147,10 @@ class SchedulingLoop:
         else:
             result, reason = "unschedulable", "Unschedulable"
             self.queue.requeue_unschedulable(pod, decision.failed_plugins)
-        self.metrics.schedule_attempts.labels(result=result, profile=PROFILE).inc()
-        self.metrics.attempt_duration.labels(result=result, profile=PROFILE).observe(elapsed)
+        self.metrics.schedule_attempts.labels(result=result, profile=pod.scheduler_name).inc()
+        self.metrics.attempt_duration.labels(result=result, profile=pod.scheduler_name).observe(
+            elapsed
+        )
         record_cycle(self.tracer, decision, result)
         message = decision.message or decision.error or "unschedulable"
         self._spawn(self.reporter.failed(pod, message, reason))
@@ -172,8 +175,9 @@ class SchedulingLoop:
         self._slots.release()
         now = self.monotonic()
         result = "scheduled" if bound else "error"
-        self.metrics.schedule_attempts.labels(result=result, profile=PROFILE).inc()
-        self.metrics.attempt_duration.labels(result=result, profile=PROFILE).observe(now - started)
+        profile = decision.pod.scheduler_name
+        self.metrics.schedule_attempts.labels(result=result, profile=profile).inc()
+        self.metrics.attempt_duration.labels(result=result, profile=profile).observe(now - started)
         self.metrics.binding_duration.labels(result=result).observe(now - binding_started)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:

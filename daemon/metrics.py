@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-PROFILE = "volsched"
 ATTEMPT_BUCKETS = (
     0.001,
     0.002,

@@ -74,8 +74,9 @@ class Reporter:
             "message": truncate_message(message),
             "type": event_type,
             "action": action,
-            "source": {"component": self.scheduler_name},
-            "reportingComponent": self.scheduler_name,
+            # Each profile reports under its own name, as kube-scheduler's do.
+            "source": {"component": pod.scheduler_name or self.scheduler_name},
+            "reportingComponent": pod.scheduler_name or self.scheduler_name,
             "reportingInstance": self.instance,
             "firstTimestamp": _timestamp(now),
             "lastTimestamp": _timestamp(now),

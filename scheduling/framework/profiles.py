@@ -1,0 +1,33 @@
+"""Several profiles in one scheduler: each pod is decided by the profile serving its
+``spec.schedulerName``, over one shared cluster cache (so each profile's decisions are
+assumed before the next pod, whichever profile it belongs to)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.runner import Decision, Scheduler
+
+
+class Profiles:
+    def __init__(self, by_name: Mapping[str, Scheduler]) -> None:
+        if not by_name:
+            raise ValueError("at least one profile is needed")
+        self.by_name = dict(by_name)
+        self.default = next(iter(self.by_name.values()))
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self.by_name)
+
+    def for_pod(self, pod: Pod) -> Scheduler:
+        """The pod's profile; the first one for a pod naming none of them (the
+        extender's pods, and snapshots)."""
+        return self.by_name.get(pod.scheduler_name, self.default)
+
+    def schedule(self, pod: Pod) -> Decision:
+        return self.for_pod(pod).schedule(pod)
+
+    def unreserve(self, decision: Decision) -> None:
+        self.for_pod(decision.pod).unreserve(decision)
