@@ -63,6 +63,8 @@ from volsched.scheduling.storage_placement import (
 )
 
 log = logging.getLogger("volsched")
+# The meta key of the cluster a database mirrors.
+CLUSTER_IDENTITY = "cluster.kube-system-uid"
 
 STUCK_LOOP_SECONDS = 30.0
 
@@ -161,6 +163,7 @@ class Daemon:
         self._resume: dict[str, str] = {}
         self._restored: list[tuple[str, str]] = []
         self.warm = False
+        self.discarded_foreign_state = False
         self.recovered: RecoveryReport | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
@@ -246,6 +249,37 @@ class Daemon:
 
     # -- lifecycle ---------------------------------------------------------------------
 
+    async def check_cluster_identity(self) -> None:
+        """A database records the cluster it mirrors (the kube-system namespace's uid); one
+        from another cluster — a restored volume, a copied file, a kubeconfig pointing
+        elsewhere — is discarded, never acted on, and the caches are relisted."""
+        try:
+            namespace = await self.client.get("Namespace", "kube-system")
+        except ApiError as exc:
+            log.warning(
+                "cannot read the cluster's identity (namespace kube-system): %s; "
+                "keeping the database",
+                exc,
+            )
+            return
+        uid = str((namespace.get("metadata") or {}).get("uid") or "")
+        if not uid:
+            return
+        stored = await self.store.read_meta(CLUSTER_IDENTITY)
+        if stored == uid:
+            return
+        if stored is not None:
+            log.warning(
+                "database %s belongs to another cluster (kube-system uid %s, this one's is "
+                "%s): discarded; relisting",
+                self.settings.database.path,
+                stored,
+                uid,
+            )
+            await self.store.discard_cluster_state()
+            self.discarded_foreign_state = True
+        await self.store.write_meta(CLUSTER_IDENTITY, uid)
+
     async def load_from_disk(self) -> None:
         started = time.perf_counter()
         stored = await self.store.load()
@@ -299,6 +333,7 @@ class Daemon:
         self._restored.clear()
 
     async def start(self, serve_http: bool = True) -> None:
+        await self.check_cluster_identity()
         await self.load_from_disk()
         watch = self.options.watch
         for kind in (*CORE_KINDS, *STORAGE_KINDS):

@@ -29,6 +29,13 @@ class PendingWrites:
         """Rows the next flush writes (a relist counts each of its objects)."""
         return self._size
 
+    def clear(self) -> None:
+        self.objects.clear()
+        self.assumed.clear()
+        self.replaced.clear()
+        self.resume_points.clear()
+        self._size = 0
+
     def set_object(self, kind: str, key: str, body: Body) -> None:
         self._set(self.objects, kind, key, body)
 

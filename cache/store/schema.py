@@ -8,6 +8,7 @@ text, exactly the object the API server sent, so a warm start is one plain scan.
 ``assumed``        layer 2: what this scheduler decided and the API server has not confirmed
 ``resume_points``  the resourceVersion each watch resumes from
 ``journal``        binding intents written before a binding cycle's first API write
+``meta``           facts about the file itself: the identity of the cluster it mirrors
 """
 
 from __future__ import annotations
@@ -51,4 +52,11 @@ journal = Table(
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
     sqlite_autoincrement=True,
+)
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
 )

@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import StoreError
 from volsched.cache.store import journal as journal_sql
+from volsched.cache.store import schema
 from volsched.cache.store.connecting import create_store_engine
 from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
 from volsched.cache.store.journal import JournalEntry
@@ -291,6 +293,37 @@ class Store:
                     yield connection
             except SQLAlchemyError as error:
                 raise _store_error(self.path, doing, error) from None
+
+    # -- the file's own facts ---------------------------------------------------------------
+
+    async def read_meta(self, key: str) -> str | None:
+        self._check_open()
+        try:
+            async with self._engine.connect() as connection:
+                row = (
+                    await connection.execute(
+                        sa.select(schema.meta.c.value).where(schema.meta.c.key == key)
+                    )
+                ).first()
+        except SQLAlchemyError as error:
+            raise _store_error(self.path, "reading the file's identity", error) from None
+        return None if row is None else str(row[0])
+
+    async def write_meta(self, key: str, value: str) -> None:
+        self._check_open()
+        async with self._journal_write("recording the file's identity") as connection:
+            await connection.execute(sa.delete(schema.meta).where(schema.meta.c.key == key))
+            await connection.execute(sa.insert(schema.meta).values(key=key, value=value))
+
+    async def discard_cluster_state(self) -> None:
+        """Forget every object, assumption, resume point and journal entry (they belong
+        to another cluster), in one transaction; what was queued is dropped too."""
+        self._check_open()
+        self._pending.clear()
+        async with self._journal_write("discarding another cluster's state") as connection:
+            for table in (schema.objects, schema.assumed, schema.resume_points, schema.journal):
+                await connection.execute(sa.delete(table))
+        self._journal_depth = 0
 
     # -- shutting down --------------------------------------------------------------------
 
