@@ -1,0 +1,190 @@
+"""The Helm chart under deploy/helm/volsched: it lints, its output is valid for
+Kubernetes, its defaults render exactly the plain manifests of deploy/, and its values
+change what they say they change."""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from tests.deploy.helm_binary import helm_binary
+from tests.deploy.test_manifests import (
+    ADD_ON_API_GROUPS,
+    KUBERNETES_VERSION,
+    MANIFESTS,
+    OPTIONAL_SETS,
+    load_documents,
+)
+from volsched.daemon.config import Settings, load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "volsched"
+Raw = dict[str, Any]
+HELM_LABELS = (
+    "helm.sh/chart",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+)
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    binary, why = helm_binary()
+    if binary is None:
+        pytest.skip(why)
+    return binary
+
+
+def render(helm: Path, *options: str, namespace: str = "volsched-system") -> list[Raw]:
+    completed = subprocess.run(
+        [str(helm), "template", "volsched", str(CHART), "--namespace", namespace, *options],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as out:
+        out.write(completed.stdout)
+        out.flush()
+        return load_documents(Path(out.name))
+
+
+def key(obj: Raw) -> tuple[str, str, str]:
+    meta = obj["metadata"]
+    return obj["kind"], meta.get("namespace", ""), meta["name"]
+
+
+def without_helm(obj: Raw) -> Raw:
+    """The object as the plain manifests write it: no Helm labels or config checksum."""
+    obj = yaml.safe_load(yaml.safe_dump(obj))
+    for meta in (obj["metadata"], obj.get("spec", {}).get("template", {}).get("metadata", {})):
+        for label in HELM_LABELS:
+            (meta.get("labels") or {}).pop(label, None)
+        annotations = meta.get("annotations") or {}
+        annotations.pop("checksum/config", None)
+        if "annotations" in meta and not annotations:
+            del meta["annotations"]
+    return obj
+
+
+def settings_of(config_map: Raw) -> Settings:
+    """The settings a replica reads from the ConfigMap (less what differs per process)."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "config.yaml"
+        path.write_text(config_map["data"]["config.yaml"])
+        settings = load_settings(str(path), environ={})
+    election = replace(settings.leader_election, identity="replica")
+    return replace(settings, source="", leader_election=election)
+
+
+def plain(optional: tuple[str, ...] = ()) -> dict[tuple[str, str, str], Raw]:
+    """The plain manifests: the core set (no Namespace: Helm installs into one), plus
+    the optional sets asked for."""
+    chosen = {}
+    for manifest in MANIFESTS:
+        parts = manifest.path.relative_to(ROOT / "deploy").parts
+        optional_set = next((s for s in OPTIONAL_SETS if s in parts), None)
+        if manifest.obj["kind"] == "Namespace" or (optional_set and optional_set not in optional):
+            continue
+        chosen[key(manifest.obj)] = manifest.obj
+    return chosen
+
+
+def test_the_chart_lints(helm: Path) -> None:
+    completed = subprocess.run(
+        [str(helm), "lint", str(CHART), "--strict", "--set", "webhook.enabled=true"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        (),
+        ("--set", "webhook.enabled=true", "--set", "extender.enabled=true"),
+        ("--set", "serviceMonitor.enabled=true", "--set", "podDisruptionBudget.enabled=false"),
+    ],
+    ids=["defaults", "webhook and extender", "monitoring"],
+)
+def test_the_output_is_valid_for_kubernetes(helm: Path, options: tuple[str, ...]) -> None:
+    for obj in render(helm, "--include-crds", *options):
+        if obj["apiVersion"].startswith((*ADD_ON_API_GROUPS, "monitoring.coreos.com/")):
+            continue
+        try:
+            kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            pytest.fail(f"{key(obj)}: {'.'.join(map(str, exc.path))}: {exc.message}")
+
+
+@pytest.mark.parametrize(
+    ("options", "sets"),
+    [
+        ((), ()),
+        (
+            ("--set", "webhook.enabled=true", "--set", "extender.enabled=true"),
+            ("webhook", "extender"),
+        ),
+    ],
+    ids=["core", "with the optional sets"],
+)
+def test_the_defaults_are_the_plain_manifests(
+    helm: Path, options: tuple[str, ...], sets: tuple[str, ...]
+) -> None:
+    rendered = {key(obj): without_helm(obj) for obj in render(helm, "--include-crds", *options)}
+    expected = plain(sets)
+    assert sorted(rendered) == sorted(expected)
+    for found_key, obj in rendered.items():
+        if found_key == ("ConfigMap", "volsched-system", "volsched-config"):
+            # The same settings, however the YAML is laid out.
+            assert settings_of(obj) == settings_of(expected[found_key])
+            continue
+        assert obj == expected[found_key], found_key
+
+
+def test_values_change_what_they_say(helm: Path) -> None:
+    objects = {
+        key(obj): obj
+        for obj in render(
+            helm,
+            "--set",
+            "replicaCount=3",
+            "--set",
+            "image.repository=registry.example.com/volsched",
+            "--set",
+            "image.tag=0.2.0",
+            "--set",
+            "profiles[0].schedulerName=storage-aware",
+            "--set",
+            "webhook.enabled=true",
+            namespace="platform",
+        )
+    }
+    deployment = objects[("Deployment", "platform", "volsched")]
+    assert deployment["spec"]["replicas"] == 3
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["image"] == "registry.example.com/volsched:0.2.0"
+    settings = settings_of(objects[("ConfigMap", "platform", "volsched-config")])
+    assert [p.scheduler_name for p in settings.profiles] == ["storage-aware"]
+    # The optional sets move to the release namespace with everything that names it.
+    hook = objects[("MutatingWebhookConfiguration", "", "volsched-scheduler-routing")]
+    assert hook["webhooks"][0]["clientConfig"]["service"]["namespace"] == "platform"
+    assert hook["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == (
+        "platform/volsched-webhook"
+    )
+    webhook = objects[("Deployment", "platform", "volsched-webhook")]
+    assert webhook["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "registry.example.com/volsched:0.2.0"
+    )
+    certificate = objects[("Certificate", "platform", "volsched-webhook")]
+    assert "volsched-webhook.platform.svc" in certificate["spec"]["dnsNames"]
