@@ -3,9 +3,11 @@
 Start-up order matters and is the reason this module exists:
 
 1. open the SQLite store (a broken file is moved aside and rebuilt, never a crash loop);
-2. load both cache layers from it — with a warm database the daemon is ready to
-   schedule before the first watch event;
-3. start one list+watch per kind, resuming from the stored resourceVersions;
+2. load both cache layers from it — with a warm database only the changes since are
+   fetched, not every object;
+3. start one list+watch per kind, resuming from the stored resourceVersions, and wait
+   until each has caught up with the API server (or relisted) before anything is
+   decided or /readyz passes;
 4. finish or roll back the binding journal's open intents against the API server;
 5. start the scheduling loop and the HTTP endpoints.
 
@@ -50,6 +52,7 @@ from volsched.daemon.replica_reconciler import ReplicaReconciler
 from volsched.daemon.reporting import Reporter
 from volsched.daemon.sd_notify import Notifier
 from volsched.daemon.tracing import make_tracer
+from volsched.daemon.waiting import ChangeNotifier
 from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Scheduler
@@ -111,11 +114,13 @@ class Daemon:
             settings.backoff.initial_seconds,
             settings.backoff.max_seconds,
         )
+        self.changes = ChangeNotifier()
         self.ingest = Ingest(
             self.cluster,
             self.queue,
             self._profile_names(),
             store,
+            on_change=self.changes.notify,
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
         )
         self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
@@ -133,7 +138,11 @@ class Daemon:
             self.queue,
             self.reporter,
             store,
-            BindingSettings(bind_timeout_seconds=settings.bind_timeout_seconds),
+            BindingSettings(
+                bind_timeout_seconds=settings.bind_timeout_seconds,
+                concurrent_writes=settings.parallelism,
+            ),
+            notifier=self.changes,
             tracer=tracer,
         )
         self.loop = SchedulingLoop(
@@ -144,7 +153,6 @@ class Daemon:
             self.reporter,
             self.metrics,
             self.profiles.names,
-            settings.parallelism,
             tracer=tracer,
         )
         self.extender = Extender(
@@ -233,7 +241,7 @@ class Daemon:
             return None if age < STUCK_LOOP_SECONDS else f"no progress for {age:.0f}s"
 
         def caches() -> str | None:
-            if self.warm or self.synced():
+            if self.synced():
                 return None
             waiting = [w.kind for w in self.watchers if not w.state.synced]
             return "waiting for " + ", ".join(waiting[:5])
@@ -248,6 +256,23 @@ class Daemon:
         )
 
     # -- lifecycle ---------------------------------------------------------------------
+
+    async def _set_catch_up_targets(self) -> None:
+        """The API server's current resourceVersion per resumed kind (a one-item list
+        each): a resumed watch counts as synced only at or past it."""
+
+        async def target(watcher: KindWatcher) -> None:
+            if not watcher.state.resource_version:
+                return
+            try:
+                _, version = await self.client.list(watcher.kind, limit=1)
+            except ApiError:
+                # Absent CRD, or the server is away: the watch finds out and relists.
+                return
+            if version.isdigit():
+                watcher.state.catch_up_to = int(version)
+
+        await asyncio.gather(*(target(w) for w in self.watchers))
 
     async def check_cluster_identity(self) -> None:
         """A database records the cluster it mirrors (the kube-system namespace's uid); one
@@ -348,12 +373,16 @@ class Daemon:
                 optional=kind in STORAGE_KINDS,
             )
             self.watchers.append(watcher)
-            self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {kind}"))
+        if self.warm:
+            await self._set_catch_up_targets()
+        for watcher in self.watchers:
+            self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {watcher.kind}"))
         if serve_http:
             app = health_app(self.health(), extender_routes(self.extender))
             self._runner = await serve(app, self.settings.http.address)
-        if not self.warm:
-            await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
+        # Warm or cold, nothing is decided before every kind has caught up with the API
+        # server: a stored cache is a head start, never a source of decisions.
+        await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
         # The cache is built: keep the collector from walking it again and again
         # (generation-2 collections over it were the scheduling cycle's p99).
         gc.collect()

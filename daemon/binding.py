@@ -41,6 +41,7 @@ from volsched.daemon.kube_client import KubeClient
 from volsched.daemon.queueing import SchedulingQueue
 from volsched.daemon.reporting import Reporter
 from volsched.daemon.tracing import api_write
+from volsched.daemon.waiting import ChangeNotifier
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.volume_binding import assumed_volumes
@@ -161,7 +162,13 @@ def intent_for(decision: Decision) -> Intent:
 @dataclass(slots=True)
 class BindingSettings:
     bind_timeout_seconds: float = 600.0
+    # Without a change notifier, how often the wait re-reads the cache; with one, the
+    # longest a wait sleeps between checks even if no change is announced.
     poll_seconds: float = 0.05
+    recheck_seconds: float = 1.0
+    # API writes of binding cycles in flight at once (the daemon's ``parallelism``): the
+    # back-pressure on the API server. Binding cycles waiting for storage hold none.
+    concurrent_writes: int = 16
     # kube-scheduler forgets an assumed pod this long after its binding if the informer
     # never shows it bound.
     assumed_pod_ttl_seconds: float = 30.0
@@ -181,8 +188,11 @@ class Binder:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         clock: Callable[[], float] = time.monotonic,
         tracer: Tracer | None = None,
+        notifier: ChangeNotifier | None = None,
     ) -> None:
         self.client = client
+        self.notifier = notifier
+        self._writes = asyncio.Semaphore(settings.concurrent_writes)
         self.cluster = cluster
         self.ingest = ingest
         self.scheduler = scheduler
@@ -308,8 +318,9 @@ class Binder:
             self.journal.put_assumed("PersistentVolume", prebind["pv"], raw)
             # Counted as done before the write: a lost reply may hide an applied write.
             done["prebinds"].append(prebind["pv"])
-            with api_write(self.tracer, "PUT", "PersistentVolume", prebind["pv"]):
-                updated = await self._replace_or_refresh("PersistentVolume", raw)
+            async with self._writes:
+                with api_write(self.tracer, "PUT", "PersistentVolume", prebind["pv"]):
+                    updated = await self._replace_or_refresh("PersistentVolume", raw)
             updated.setdefault("kind", "PersistentVolume")
             self.ingest.upsert("PersistentVolume", updated)
 
@@ -323,8 +334,9 @@ class Binder:
             meta.setdefault("annotations", {})[ANN_SELECTED_NODE] = intent.node
             self.journal.put_assumed("PersistentVolumeClaim", provision["claim"], raw)
             done["provisions"].append(provision["claim"])
-            with api_write(self.tracer, "PUT", "PersistentVolumeClaim", provision["claim"]):
-                updated = await self._replace_or_refresh("PersistentVolumeClaim", raw)
+            async with self._writes:
+                with api_write(self.tracer, "PUT", "PersistentVolumeClaim", provision["claim"]):
+                    updated = await self._replace_or_refresh("PersistentVolumeClaim", raw)
             updated.setdefault("kind", "PersistentVolumeClaim")
             self.ingest.upsert("PersistentVolumeClaim", updated)
 
@@ -355,8 +367,9 @@ class Binder:
                 },
             }
             done["replicas"].append(replica["name"])
-            with api_write(self.tracer, "POST", "Replica", replica["name"]):
-                created = await self.client.create("Replica", body)
+            async with self._writes:
+                with api_write(self.tracer, "POST", "Replica", replica["name"]):
+                    created = await self.client.create("Replica", body)
             created.setdefault("kind", "Replica")
             self.ingest.upsert("Replica", created)
 
@@ -406,19 +419,43 @@ class Binder:
         return complete
 
     async def _wait_bound(self, intent: Intent) -> None:
+        """Upstream's wait for the PV controller, woken by the watches: each change to
+        one of the pod's claims or PVs (or the pod) re-checks; nothing polls."""
         deadline = self.clock() + self.settings.bind_timeout_seconds
         while not self._check_bound(intent):
-            if self.clock() >= deadline:
+            remaining = deadline - self.clock()
+            if remaining <= 0:
                 raise BindingFailed(
                     f"binding volumes: timed out waiting for the condition ({intent.pod})"
                 )
-            await self.sleep(self.settings.poll_seconds)
+            if self.notifier is None:
+                await self.sleep(min(self.settings.poll_seconds, remaining))
+            else:
+                wait = min(self.settings.recheck_seconds, remaining)
+                await self.notifier.wait(self._watched_keys(intent), wait)
+
+    def _watched_keys(self, intent: Intent) -> list[tuple[str, str]]:
+        """The objects whose change can complete (or break) this binding: the pod, its
+        claims, the PVs prebound to them and those the provisioner gave them so far."""
+        keys = [("Pod", intent.pod), ("Node", intent.node)]
+        for prebind in intent.prebinds:
+            keys += [
+                ("PersistentVolumeClaim", prebind["claim"]),
+                ("PersistentVolume", prebind["pv"]),
+            ]
+        for provision in intent.provisions:
+            keys.append(("PersistentVolumeClaim", provision["claim"]))
+            claim = self.cluster.pvcs.get_api(provision["claim"])
+            if claim is not None and claim.volume_name:
+                keys.append(("PersistentVolume", claim.volume_name))
+        return keys
 
     async def _bind_pod(self, intent: Intent) -> None:
         namespace, name = intent.pod.split("/", 1)
         try:
-            with api_write(self.tracer, "POST", "Binding", intent.pod):
-                await self.client.bind_pod(namespace, name, intent.pod_uid, intent.node)
+            async with self._writes:
+                with api_write(self.tracer, "POST", "Binding", intent.pod):
+                    await self.client.bind_pod(namespace, name, intent.pod_uid, intent.node)
         except Conflict:
             # Already assigned: fine if it is where we put it (a retry after a lost reply).
             current = await self.client.get("Pod", name, namespace)

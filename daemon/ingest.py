@@ -70,6 +70,7 @@ class Ingest:
         scheduler_names: str | Collection[str],
         store: StoreSink | None = None,
         on_error: Callable[[str], None] | None = None,
+        on_change: Callable[[str, str], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.queue = queue
@@ -81,6 +82,9 @@ class Ingest:
         self.store = store
         self.raw: dict[str, dict[str, str]] = {kind: {} for kind in RAW_KEPT}
         self._on_error = on_error
+        # Told (kind, key) after every change applied to the cache: binding cycles wait
+        # on it for the PV controller instead of polling.
+        self._on_change = on_change
 
     def raw_object(self, kind: str, key: str) -> Raw | None:
         """The last raw JSON seen for a PV or PVC (to write it back whole)."""
@@ -130,6 +134,8 @@ class Ingest:
             self.raw[kind].pop(key, None)
         if persist and self.store is not None:
             self.store.delete_object(kind, key)
+        if self._on_change is not None:
+            self._on_change(kind, key)
         if old is None or self.queue is None:
             return
         if kind == "Pod":
@@ -153,6 +159,10 @@ class Ingest:
         return len(vanished)
 
     def _notify(self, kind: str, old: Any, new: Any) -> None:
+        if self._on_change is not None:
+            changed = new if new is not None else old
+            if changed is not None:
+                self._on_change(kind, changed.meta.key)
         queue = self.queue
         if queue is None:
             return

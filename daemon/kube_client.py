@@ -157,8 +157,11 @@ class KubeClient:
         namespace: str | None = None,
         field_selector: str | None = None,
         label_selector: str | None = None,
+        limit: int | None = None,
     ) -> tuple[list[Raw], str]:
         query = []
+        if limit is not None:
+            query.append(("limit", str(limit)))
         if field_selector:
             query.append(("fieldSelector", field_selector))
         if label_selector:

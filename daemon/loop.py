@@ -2,8 +2,9 @@
 in the background.
 
 The cycle is synchronous (no await inside), so the cluster cache cannot change under it:
-watch events are applied between cycles. Binding cycles run concurrently, bounded by
-``parallelism``, so a pod waiting for its volumes never holds up the next pod.
+watch events are applied between cycles. Binding cycles run concurrently and are never
+waited for, so a pod waiting for its volumes never holds up the next pod; the binder
+bounds how many API writes are in flight, not how many pods wait.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ class SchedulingLoop:
         reporter: Reporter,
         metrics: Metrics,
         scheduler_names: Collection[str],
-        parallelism: int,
         monotonic: Callable[[], float] = time.monotonic,
         tracer: Tracer | None = None,
     ) -> None:
@@ -55,7 +55,6 @@ class SchedulingLoop:
         self.scheduler_names = frozenset(scheduler_names)
         self.monotonic = monotonic
         self.tracer: Tracer = tracer or trace.NoOpTracer()
-        self._slots = asyncio.Semaphore(parallelism)
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
         self.heartbeat = monotonic()
@@ -92,35 +91,24 @@ class SchedulingLoop:
             if self.stopping or not self.gate.is_set():
                 self.queue.requeue_error(entry.pod)
                 continue
-            await self._slots.acquire()
-            # Waiting for a slot may have outlasted leadership (or the process).
-            if self.stopping or not self.gate.is_set():
-                self._slots.release()
-                self.queue.requeue_error(entry.pod)
-                continue
-            try:
-                self.schedule_one(entry)
-            except Exception:
-                self._slots.release()
-                raise
+            self.schedule_one(entry)
 
     def schedule_one(self, entry: QueuedPod) -> None:
-        """One scheduling cycle; holds one binding slot, released by the binding."""
+        """One scheduling cycle. It never waits for a binding: a placed pod's binding
+        cycle runs on its own, as many at once as are waiting on storage (what limits
+        them is the binder's budget of concurrent API writes, not pods in flight)."""
         key = entry.pod.meta.key
         pod = self.cluster.pods.get(key)
         if pod is None or pod.node_name or pod.scheduler_name not in self.scheduler_names:
             self.queue.done(key)
-            self._slots.release()
             return
         if key in self.cluster.assumed_pods:
             # Placed and binding (or bound, not yet confirmed): never decide it twice.
             self.queue.done(key)
-            self._slots.release()
             return
         started = self.monotonic()
         decision = self.scheduler.schedule(pod)
         if decision.node is None:
-            self._slots.release()
             self._failed(decision, started)
             return
         record_cycle(self.tracer, decision, "scheduled")
@@ -132,7 +120,6 @@ class SchedulingLoop:
             self._bindings.discard(task)
             if task.cancelled() and not started_flag:
                 # Cancelled before its first step: nothing ran, so clean up here.
-                self._slots.release()
                 self.scheduler.unreserve(decision)
                 self.queue.requeue_error(decision.pod)
 
@@ -165,14 +152,12 @@ class SchedulingLoop:
             # decision back (idempotent) and requeue.
             self.scheduler.unreserve(decision)
             self.queue.requeue_error(decision.pod)
-            self._slots.release()
             raise
         except Exception:
             log.exception("binding %s crashed", decision.pod.meta.key)
             self.scheduler.unreserve(decision)
             self.queue.requeue_error(decision.pod)
             bound = False
-        self._slots.release()
         now = self.monotonic()
         result = "scheduled" if bound else "error"
         profile = decision.pod.scheduler_name

@@ -59,6 +59,9 @@ class WatchState:
     absent: bool = False
     last_error: str = ""
     synced_event: asyncio.Event = field(default_factory=asyncio.Event)
+    # A resumed watch is synced only once it has reached the API server's state as of
+    # the start (this resourceVersion): before, the cache may hold deleted nodes.
+    catch_up_to: int = 0
 
 
 class KindWatcher:
@@ -92,6 +95,12 @@ class KindWatcher:
         if vanished:
             log.info("%s relist: %d object(s) vanished while we were away", self.kind, vanished)
 
+    def _mark_caught_up(self, version: str) -> None:
+        target = self.state.catch_up_to
+        if target and (not version.isdigit() or int(version) < target):
+            return
+        self._mark_synced()
+
     def _mark_synced(self) -> None:
         self.state.synced = True
         self.state.synced_event.set()
@@ -110,7 +119,7 @@ class KindWatcher:
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if kind_of_event == "BOOKMARK":
                 state.resource_version = version or state.resource_version
-                self._mark_synced()
+                self._mark_caught_up(version)
                 if self.store is not None and version:
                     self.store.set_resume_point(self.kind, version)
                 continue
@@ -125,7 +134,7 @@ class KindWatcher:
                 state.resource_version = version
                 if self.store is not None:
                     self.store.set_resume_point(self.kind, version)
-            self._mark_synced()
+            self._mark_caught_up(version)
 
     async def run(self) -> None:
         """Forever: (re)list when needed, watch, and retry with backoff."""
@@ -154,6 +163,13 @@ class KindWatcher:
                 self._restarted(str(exc))
             except ApiError as exc:
                 self.state.last_error = str(exc)
+                if exc.status == 400 and self.state.resource_version:
+                    # The stored resume point is unusable (garbage, or from elsewhere):
+                    # a 400 will never heal; relist.
+                    log.warning("%s watch refused its resume point (%s); relisting", self.kind, exc)
+                    self.state.resource_version = ""
+                    self._restarted(str(exc))
+                    continue
                 log.warning("%s watch failed: %s; retrying in %.1fs", self.kind, exc, delay)
                 self._restarted(str(exc))
             await asyncio.sleep(delay)

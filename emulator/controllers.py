@@ -36,6 +36,9 @@ class ControllerSettings:
     pv_bind_delay_seconds: float = 0.1
     provisioner: bool = True
     provision_delay_seconds: float = 0.2
+    # Provisioner names the emulated provisioner never answers for, as a broken or
+    # absent external provisioner never does.
+    silent_provisioners: tuple[str, ...] = ()
     local_volume_root: str = "/mnt/volsched"
     storage_agent: bool = True
     replica_sync_delay_seconds: float = 0.1

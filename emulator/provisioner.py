@@ -56,6 +56,8 @@ class Provisioner(Controller):
         storage_class = self._class_of(claim)
         if storage_class is None or storage_class.get("provisioner") in (None, "", NO_PROVISIONER):
             return None
+        if storage_class.get("provisioner") in self.settings.silent_provisioners:
+            return None
         node = annotations_of(claim).get(ANN_SELECTED_NODE)
         if node:
             return storage_class, node

@@ -94,6 +94,10 @@ class Cluster:
             await asyncio.wait_for(daemon.leading.wait(), timeout=10)
         return daemon
 
+    def live_daemons(self) -> list[Daemon]:
+        """The daemons started (or starting) and not stopped yet."""
+        return [daemon for daemon, _ in self._daemons]
+
     async def stop_daemon(self, daemon: Daemon) -> None:
         for index, (running, client) in enumerate(self._daemons):
             if running is daemon:
