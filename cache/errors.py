@@ -56,6 +56,11 @@ class StoreError(VolschedError):
     """The SQLite store failed; the message says which file and what went wrong."""
 
 
+class CorruptStore(StoreError):
+    """The file's content cannot be used (a row that does not decode, a table missing
+    at its recorded revision): it is moved aside and rebuilt from a relist."""
+
+
 class ApiError(VolschedError):
     """The API server refused a request."""
 

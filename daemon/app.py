@@ -33,7 +33,7 @@ from opentelemetry.trace import Tracer
 
 from volsched.cache.assumed import AssumeError
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, ConfigError, ObjectError
+from volsched.cache.errors import ApiError, ConfigError, CorruptStore, ObjectError
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import OpenResult, Store, StoreStats
 from volsched.daemon.binding import Binder, BindingSettings
@@ -307,7 +307,19 @@ class Daemon:
 
     async def load_from_disk(self) -> None:
         started = time.perf_counter()
-        stored = await self.store.load()
+        try:
+            stored = await self.store.load()
+        except CorruptStore as problem:
+            # One bad row must not become a crash loop: start over from a relist.
+            moved = await self.store.rebuild(str(problem))
+            log.warning(
+                "database %s unusable (%s); moved to %s and rebuilt from the API server",
+                self.settings.database.path,
+                problem,
+                moved,
+            )
+            self.opened = OpenResult("rebuilt", moved, str(problem))
+            stored = await self.store.load()
         count = 0
         for kind in (*CORE_KINDS, *STORAGE_KINDS):
             for raw in stored.objects.get(kind, {}).values():

@@ -246,11 +246,16 @@ def cmd_webhook(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from volsched.cache.store import migrate
+    from volsched.cache.store import check_and_migrate
 
     path = args.database or load_settings(args.config).database.path
-    revision = migrate(path)
-    print(f"{path}: schema at revision {revision}")
+    prepared = check_and_migrate(path)
+    verdict = prepared.result
+    if verdict.state == "rebuilt":
+        print(f"{path}: unusable ({verdict.reason}); moved to {verdict.moved_to}")
+        print(f"{path}: rebuilt, schema at revision {prepared.revision}")
+    else:
+        print(f"{path}: schema verified at revision {prepared.revision}")
     return 0
 
 

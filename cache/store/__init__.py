@@ -16,7 +16,15 @@ migrate``). Store failures surface as ``volsched.cache.errors.StoreError``.
 
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.loading import StoredState
-from volsched.cache.store.opening import OpenResult, migrate
+from volsched.cache.store.opening import OpenResult, check_and_migrate, migrate
 from volsched.cache.store.store import Store, StoreStats
 
-__all__ = ["JournalEntry", "OpenResult", "Store", "StoreStats", "StoredState", "migrate"]
+__all__ = [
+    "JournalEntry",
+    "OpenResult",
+    "Store",
+    "StoreStats",
+    "StoredState",
+    "check_and_migrate",
+    "migrate",
+]

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, Table, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from volsched.cache.errors import CorruptStore
 from volsched.cache.store import journal as journal_sql
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.schema import assumed, objects, resume_points
@@ -35,17 +37,30 @@ class StoredState:
     journal: list[JournalEntry]
 
 
-async def read_state(engine: AsyncEngine, *, freeze: bool) -> StoredState:
-    """All four tables in one read transaction (so one consistent snapshot)."""
-    async with engine.connect() as connection:
-        object_rows = (await connection.execute(_bodies(objects))).all()
-        assumed_rows = (await connection.execute(_bodies(assumed))).all()
-        points = await connection.execute(
-            select(resume_points.c.kind, resume_points.c.resource_version)
-        )
-        resume = {str(kind): str(version) for kind, version in points}
-        entries = await journal_sql.select_entries(connection)
-    layer1, layer2 = await asyncio.to_thread(_decode_layers, object_rows, assumed_rows, freeze)
+async def read_state(engine: AsyncEngine, path: str, *, freeze: bool) -> StoredState:
+    """All four tables in one read transaction (so one consistent snapshot).
+
+    Raises ``CorruptStore`` for content that cannot be used — a body or an intent that
+    is not JSON, a journal row of the wrong shape, a table missing at the recorded
+    revision — so that the caller rebuilds the file instead of crash-looping on it.
+    """
+    try:
+        async with engine.connect() as connection:
+            object_rows = (await connection.execute(_bodies(objects))).all()
+            assumed_rows = (await connection.execute(_bodies(assumed))).all()
+            points = await connection.execute(
+                select(resume_points.c.kind, resume_points.c.resource_version)
+            )
+            resume = {str(kind): str(version) for kind, version in points}
+            entries = await journal_sql.select_entries(connection)
+        layer1, layer2 = await asyncio.to_thread(_decode_layers, object_rows, assumed_rows, freeze)
+    except OperationalError as error:
+        if "no such table" in str(error) or "no such column" in str(error):
+            raise CorruptStore(f"{path}: {error.orig}") from None
+        raise
+    except (ValueError, TypeError, AttributeError) as error:
+        # json.JSONDecodeError is a ValueError; a row of the wrong type or shape too.
+        raise CorruptStore(f"{path}: a stored row cannot be decoded: {error}") from None
     return StoredState(objects=layer1, assumed=layer2, resume_points=resume, journal=entries)
 
 
@@ -76,5 +91,8 @@ def _decode(rows: Rows) -> Layer:
         by_key = layer.get(kind)
         if by_key is None:
             by_key = layer[kind] = {}
-        by_key[key] = loads(body)
+        decoded = loads(body)
+        if not isinstance(decoded, dict):
+            raise ValueError(f"{kind} {key}: the body is not a JSON object")
+        by_key[key] = decoded
     return layer

@@ -28,6 +28,7 @@ from sqlalchemy.exc import DBAPIError
 
 from volsched.cache.errors import StoreError
 from volsched.cache.store.migrating import head_revision, known_revisions, upgrade_to_head
+from volsched.cache.store.schema import metadata
 
 log = logging.getLogger("volsched.store")
 
@@ -46,6 +47,8 @@ class OpenResult:
 
     state: str
     moved_to: str | None = None
+    # Why the file was moved aside, when it was.
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -58,11 +61,16 @@ class _BadContent(Exception):
     """The file is not a usable volsched store; the message says why."""
 
 
+class _SchemaMismatch(_BadContent):
+    """The file's tables are not those of the revision it is stamped with."""
+
+
 def prepare_file(path: Path, clock: Callable[[], float] = time.time) -> PreparedFile:
     """Make ``path`` a store file at the newest schema revision, recovering if needed."""
     _ensure_directory(path)
     state = "warm"
     moved_to: str | None = None
+    reason: str | None = None
     if not path.exists():
         _remove_orphans(path)
         state = "cold"
@@ -71,21 +79,29 @@ def prepare_file(path: Path, clock: Callable[[], float] = time.time) -> Prepared
             if _inspect(path):
                 state = "cold"
         except _BadContent as problem:
-            moved_to = move_aside(path, clock, str(problem))
+            reason = str(problem)
+            moved_to = move_aside(path, clock, reason)
             state = "rebuilt"
     try:
         revision = _upgrade(path)
+        _verify_schema(path, revision)
     except _BadContent as problem:
         if state != "warm":
             # A fresh file we just made cannot be upgraded: that is not the file's fault.
             raise StoreError(f"{path}: cannot build a new store: {problem}") from None
-        moved_to = move_aside(path, clock, f"cannot migrate it: {problem}")
+        reason = (
+            str(problem)
+            if isinstance(problem, _SchemaMismatch)
+            else f"cannot migrate it: {problem}"
+        )
+        moved_to = move_aside(path, clock, reason)
         state = "rebuilt"
         try:
             revision = _upgrade(path)
+            _verify_schema(path, revision)
         except _BadContent as again:
             raise StoreError(f"{path}: cannot build a new store: {again}") from None
-    return PreparedFile(OpenResult(state, moved_to), revision)
+    return PreparedFile(OpenResult(state, moved_to, reason), revision)
 
 
 def migrate(path: str | os.PathLike[str]) -> str:
@@ -94,7 +110,13 @@ def migrate(path: str | os.PathLike[str]) -> str:
     Idempotent. Recovers bad files exactly as ``Store.open`` does (moved aside, rebuilt,
     logged), so ``volsched migrate`` and the daemon agree on what a usable file is.
     """
-    return prepare_file(Path(path).absolute()).revision
+    return check_and_migrate(path).revision
+
+
+def check_and_migrate(path: str | os.PathLike[str]) -> PreparedFile:
+    """``migrate`` with the verdict: whether the file was healthy, and if not, why and
+    where it went."""
+    return prepare_file(Path(path).absolute())
 
 
 # -- the checks -----------------------------------------------------------------------
@@ -157,6 +179,31 @@ def _inspect(path: Path) -> bool:
                 f"holds tables ({', '.join(sorted(tables)[:5])}) but is not a volsched store"
             )
         return True
+    except sqlite3.Error as error:
+        raise _classify(path, error) from None
+    finally:
+        connection.close()
+
+
+def _verify_schema(path: Path, revision: str) -> None:
+    """Every table and column of this revision is there (alembic trusts its stamp; a
+    table dropped by hand, or a half-copied file, would fail much later)."""
+    try:
+        connection = sqlite3.connect(path, timeout=5.0)
+    except sqlite3.Error as error:
+        raise _classify(path, error) from None
+    try:
+        for table in metadata.sorted_tables:
+            present = {
+                str(row[1]) for row in connection.execute(f'PRAGMA table_info("{table.name}")')
+            }
+            if not present:
+                raise _SchemaMismatch(f"table {table.name} is missing at revision {revision}")
+            missing = sorted(column.name for column in table.columns if column.name not in present)
+            if missing:
+                raise _SchemaMismatch(
+                    f"table {table.name} lacks {', '.join(missing)} at revision {revision}"
+                )
     except sqlite3.Error as error:
         raise _classify(path, error) from None
     finally:

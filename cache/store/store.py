@@ -41,7 +41,7 @@ from volsched.cache.store.connecting import create_store_engine
 from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.loading import StoredState, read_state
-from volsched.cache.store.opening import OpenResult, prepare_file
+from volsched.cache.store.opening import OpenResult, move_aside, prepare_file
 from volsched.cache.store.pending import PendingWrites
 
 log = logging.getLogger("volsched.store")
@@ -159,7 +159,7 @@ class Store:
         self._check_open()
         await self.flush()
         try:
-            state = await read_state(self._engine, freeze=freeze)
+            state = await read_state(self._engine, str(self.path), freeze=freeze)
         except SQLAlchemyError as error:
             raise _store_error(self.path, "loading", error) from None
         self._journal_depth = len(state.journal)
@@ -293,6 +293,25 @@ class Store:
                     yield connection
             except SQLAlchemyError as error:
                 raise _store_error(self.path, doing, error) from None
+
+    async def rebuild(self, reason: str) -> str:
+        """Move the file aside (for inspection) and start over with an empty one, in
+        place: the store object others hold stays valid. Where the old file went."""
+        self._check_open()
+        async with self._write_lock:
+            self._flusher.cancel()
+            await asyncio.wait([self._flusher])
+        self._pending.take()
+        await self._dispose()
+        moved = await asyncio.to_thread(move_aside, self.path, self._clock, reason)
+        await asyncio.to_thread(prepare_file, self.path, self._clock)
+        self._engine = create_store_engine(self.path)
+        self._journal_engine = create_store_engine(self.path, synchronous="FULL")
+        self._journal_depth = 0
+        self._flusher = asyncio.get_running_loop().create_task(
+            self._flush_forever(), name=f"volsched-store-flush:{self.path.name}"
+        )
+        return moved
 
     # -- the file's own facts ---------------------------------------------------------------
 

@@ -1,0 +1,96 @@
+"""A database that heals: anything unreadable in the file (a row, a table) means the file
+is moved aside and rebuilt from a relist, with one log line — never a crash loop; and
+``volsched migrate`` verifies the schema and says what is wrong."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import ROOT, Cluster, eventually
+from tests.integration.objects import node, pod
+
+
+def damage(path: Path, statement: str) -> None:
+    with sqlite3.connect(path) as connection:
+        connection.execute(statement)
+    connection.close()
+
+
+@pytest.mark.parametrize(
+    ("statement", "why"),
+    [
+        ("UPDATE objects SET body = '{not json' WHERE kind = 'Node'", "cannot be decoded"),
+        ("UPDATE objects SET body = '[1, 2]' WHERE kind = 'Node'", "not a JSON object"),
+        (
+            "INSERT INTO journal (pod, node, intent, state, created_at, updated_at)"
+            " VALUES ('default/p', 'node-1', 'garbage', 'open', 0, 0)",
+            "cannot be decoded",
+        ),
+        (
+            "INSERT INTO assumed (kind, key, body) VALUES ('PersistentVolume', 'pv', 'x')",
+            "cannot be decoded",
+        ),
+        ("DROP TABLE journal", "table journal is missing at revision"),
+        ("DROP TABLE resume_points", "table resume_points is missing at revision"),
+    ],
+    ids=[
+        "bad body",
+        "body not an object",
+        "bad journal intent",
+        "bad assumed row",
+        "journal",
+        "resume points",
+    ],
+)
+async def test_an_unreadable_database_is_rebuilt_not_crashed_on(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, statement: str, why: str
+) -> None:
+    cluster.server.load([node("node-1")])
+    first = await cluster.start_daemon()
+    await cluster.stop_daemon(first)
+    damage(cluster.db_path, statement)
+    with caplog.at_level(logging.WARNING):
+        second = await cluster.start_daemon()
+    assert second.opened.state == "rebuilt"
+    assert second.opened.moved_to is not None and Path(second.opened.moved_to).exists()
+    assert not second.warm
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(why in m for m in messages), messages
+    # It schedules from the relist as if nothing had happened.
+    assert "node-1" in second.cluster.nodes
+    cluster.server.load([pod("p-after")])
+    await eventually(
+        lambda: cluster.node_of("p-after") == "node-1", what="scheduling after rebuild"
+    )
+
+
+def test_migrate_verifies_and_says_what_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "volsched.db"
+
+    def migrate() -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "volsched", "migrate", "--database", str(path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stdout.strip().splitlines()
+
+    assert migrate()[-1].endswith("schema verified at revision 0002")
+    assert migrate() == [f"{path}: schema verified at revision 0002"]
+    damage(path, "DROP TABLE meta")
+    report = migrate()
+    assert report[0].startswith(
+        f"{path}: unusable (table meta is missing at revision 0002); moved to "
+    )
+    assert report[1] == f"{path}: rebuilt, schema at revision 0002"
+    assert migrate() == [f"{path}: schema verified at revision 0002"]
