@@ -147,13 +147,27 @@ class Ingest:
 
     def replace(self, kind: str, items: Iterable[Mapping[str, Any]], resource_version: str) -> int:
         """A relist: exactly these objects exist now. Returns how many vanished."""
+        fresh: dict[str, Mapping[str, Any]] = {}
+        self.relist_page(kind, items, fresh)
+        return self.finish_relist(kind, fresh, resource_version)
+
+    def relist_page(
+        self, kind: str, items: Iterable[Mapping[str, Any]], fresh: dict[str, Mapping[str, Any]]
+    ) -> None:
+        """Apply one page of a relist, remembering its objects in ``fresh``: a relist of
+        50,000 objects is applied page by page, with the event loop free in between."""
         namespaced = KINDS[kind].namespaced
-        fresh = {object_key(item, namespaced): item for item in items}
+        for item in items:
+            fresh[object_key(item, namespaced)] = item
+            self.upsert(kind, item, persist=False)
+
+    def finish_relist(
+        self, kind: str, fresh: Mapping[str, Mapping[str, Any]], resource_version: str
+    ) -> int:
+        """After the last page: what was not listed is gone. How many vanished."""
         vanished = [obj.meta.key for obj in self.cluster.objects(kind) if obj.meta.key not in fresh]
         for key in vanished:
             self.delete_key(kind, key, persist=False)
-        for item in fresh.values():
-            self.upsert(kind, item, persist=False)
         if self.store is not None:
             self.store.replace_kind(kind, fresh, resource_version)
         return len(vanished)

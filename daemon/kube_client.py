@@ -16,6 +16,7 @@ deserialisation surprises:
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -176,6 +177,28 @@ class KubeClient:
             item.setdefault("apiVersion", info.api_version)
         version = str((body.get("metadata") or {}).get("resourceVersion") or "")
         return items, version
+
+    async def list_pages(
+        self, kind: str, page_size: int = 500
+    ) -> AsyncIterator[tuple[builtins.list[Raw], str]]:
+        """A whole list in pages of ``page_size`` (``limit`` / ``continue``): each page
+        with the list's resourceVersion. An expired continue token is a ``Gone``."""
+        token = ""
+        info = resource(kind)
+        while True:
+            query = [("limit", str(page_size))]
+            if token:
+                query.append(("continue", token))
+            body = await self._json("GET", info.path(), query=query)
+            items = body.get("items") or []
+            for item in items:
+                item.setdefault("kind", kind)
+                item.setdefault("apiVersion", info.api_version)
+            meta = body.get("metadata") or {}
+            yield items, str(meta.get("resourceVersion") or "")
+            token = str(meta.get("continue") or "")
+            if not token:
+                return
 
     async def watch(
         self,

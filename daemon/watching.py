@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from volsched.cache.errors import ApiError, Gone, NotFound
 from volsched.daemon.ingest import Ingest, StoreSink
@@ -41,12 +42,18 @@ CORE_KINDS = (
 STORAGE_KINDS = ("StorageNode", "Volume", "Replica")
 
 
+# Objects parsed between two yields to the event loop during a relist (~10 ms of work).
+RELIST_SLICE = 100
+
+
 @dataclass(slots=True)
 class WatchSettings:
     timeout_seconds: int = 300
     silence_seconds: float = 90.0
     backoff_initial_seconds: float = 0.5
     backoff_max_seconds: float = 30.0
+    # Objects per list page on a relist.
+    page_size: int = 500
 
 
 @dataclass(slots=True)
@@ -86,9 +93,19 @@ class KindWatcher:
         self._on_restart = on_restart
 
     async def sync(self) -> None:
-        """List everything and make the cache exactly that (emitting deletions)."""
-        items, version = await self.client.list(self.kind)
-        vanished = self.ingest.replace(self.kind, items, version)
+        """List everything and make the cache exactly that (emitting deletions).
+
+        Page by page (``limit``/``continue``), each page applied and the event loop given
+        back before the next: a relist of 50,000 objects never holds the loop long
+        enough to miss a lease renewal or a health probe."""
+        fresh: dict[str, Mapping[str, Any]] = {}
+        version = ""
+        async for items, page_version in self.client.list_pages(self.kind, self.settings.page_size):
+            version = page_version
+            for start in range(0, len(items), RELIST_SLICE):
+                self.ingest.relist_page(self.kind, items[start : start + RELIST_SLICE], fresh)
+                await asyncio.sleep(0)
+        vanished = self.ingest.finish_relist(self.kind, fresh, version)
         self.state.resource_version = version
         self.state.relists += 1
         self._mark_synced()

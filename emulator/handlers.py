@@ -9,6 +9,7 @@ Paths are parsed as kube-apiserver does: ``/api/v1/...`` for the core group,
 from __future__ import annotations
 
 import base64
+import bisect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,6 +119,9 @@ class Handlers:
         watch_timeout_seconds: float | None,
     ) -> None:
         self.registry = registry
+        # First pages of paginated lists, kept so that continuing costs a page, not a
+        # scan of the whole kind (a few, newest last).
+        self._list_snapshots: dict[tuple[Any, ...], tuple[list[tuple[str, str]], list[Raw]]] = {}
         self.faults = faults
         self.bookmark_interval_seconds = bookmark_interval_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
@@ -259,9 +263,15 @@ class Handlers:
             )
             return await stream.serve(request, request.get(ON_OPEN))
         revision = self.registry.store.revision
-        items = self.registry.select(resource, target.namespace, matches)
         list_meta: Raw = {"resourceVersion": str(revision)}
         token = query.get("continue")
+        selection = (
+            resource.key,
+            target.namespace,
+            query.get("labelSelector", ""),
+            query.get("fieldSelector", ""),
+            name_selector,
+        )
         if token:
             try:
                 state = json.loads(base64.urlsafe_b64decode(token.encode()))
@@ -269,8 +279,25 @@ class Handlers:
             except (ValueError, KeyError, TypeError):
                 raise bad_request("continue key is not valid") from None
             list_meta["resourceVersion"] = str(revision)
-            items = [i for i in items if (namespace_of(i), name_of(i)) > start]
+            # Later pages come from the snapshot the first page was cut from, as an
+            # API server serves them from etcd at the list's revision.
+            snapshot = self._list_snapshots.get((*selection, revision))
+            if snapshot is None:
+                items = self.registry.select(resource, target.namespace, matches)
+                items = [i for i in items if (namespace_of(i), name_of(i)) > start]
+            else:
+                keys, all_items = snapshot
+                items = all_items[bisect.bisect_right(keys, start) :]
+        else:
+            items = self.registry.select(resource, target.namespace, matches)
         limit = _number(query.get("limit"), "limit")
+        if limit and len(items) > limit and not token:
+            keyed = sorted(((namespace_of(i), name_of(i)), index) for index, i in enumerate(items))
+            ordered = [items[index] for _, index in keyed]
+            self._list_snapshots[(*selection, revision)] = ([k for k, _ in keyed], ordered)
+            while len(self._list_snapshots) > 8:
+                self._list_snapshots.pop(next(iter(self._list_snapshots)))
+            items = ordered
         if limit and len(items) > limit:
             items, remaining = items[: int(limit)], len(items) - int(limit)
             last = items[-1]
