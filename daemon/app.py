@@ -498,7 +498,20 @@ async def _watchdog(daemon: Daemon, notifier: Notifier, period: float) -> None:
 async def run_until_signalled(
     daemon: Daemon, stop: asyncio.Event, notifier: Notifier | None = None
 ) -> None:
-    await daemon.start()
+    # SIGTERM counts in every phase: a cold start against an API server that cannot be
+    # reached waits for its first list forever, and must still stop when told to.
+    starting = asyncio.create_task(daemon.start(), name="start")
+    stopping = asyncio.create_task(stop.wait(), name="stop signal")
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        log.info("stopped while starting")
+        starting.cancel()
+        await asyncio.gather(starting, return_exceptions=True)
+        await daemon.stop()
+        return
+    stopping.cancel()
+    await asyncio.gather(stopping, return_exceptions=True)
+    starting.result()
     log.info(
         "volsched ready: scheduler %r, http on %s",
         daemon.settings.scheduler_name,

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import sys
+from pathlib import Path
 
 import aiohttp
 
 from tests.integration.conftest import ROOT, Cluster, eventually
 from tests.integration.objects import node, pod
+from volsched.emulator import write_kubeconfig
 
 
 def free_port() -> int:
@@ -89,3 +92,40 @@ async def test_a_bad_flag_value_is_one_line(cluster: Cluster) -> None:
     assert process.returncode == 2
     lines = stderr.decode().strip().splitlines()
     assert lines == ["volsched: --leader-elect: must be true or false, not 'maybe'"]
+
+
+async def test_sigterm_stops_a_cold_start_against_an_unreachable_api_server(
+    tmp_path: Path,
+) -> None:
+    """Nothing answers at the kubeconfig's address: the first list never comes, and the
+    daemon must still stop when told to."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{free_port()}")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "volsched",
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--http-address",
+        f"127.0.0.1:{free_port()}",
+        "--database",
+        str(tmp_path / "volsched.db"),
+        "--leader-elect=false",
+        cwd=str(ROOT),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        await asyncio.sleep(3)
+        assert process.returncode is None, "it should still be trying"
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), timeout=15)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.stderr is not None
+    stderr = (await process.stderr.read()).decode()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
