@@ -53,6 +53,9 @@ RELEVANT_EVENTS: dict[str, frozenset[str]] = {
     "ServiceAffinity": frozenset({"Node", "Service", "AssignedPodAdd"}),
     "StorageNodeReady": frozenset({"Node", "StorageNode"}),
     "VolumeLocality": frozenset({"Replica", "Volume", "StorageNode"}),
+    # Pods placed or removed change the counts; node labels change the domains.
+    "InterPodAffinity": frozenset({"Node", "Namespace", "AssignedPodAdd", "AssignedPodDelete"}),
+    "PodTopologySpread": frozenset({"Node", "AssignedPodAdd", "AssignedPodDelete"}),
 }
 QUEUE_NAMES = ("active", "backoff", "unschedulable")
 

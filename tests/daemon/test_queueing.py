@@ -169,3 +169,25 @@ def test_a_deleted_gated_pod_leaves_no_trace() -> None:
     q.delete("default/held")
     assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
     assert "default/held" not in q
+
+
+@pytest.mark.parametrize(
+    ("plugin", "event", "moves"),
+    [
+        ("InterPodAffinity", "AssignedPodDelete", True),
+        ("InterPodAffinity", "AssignedPodAdd", True),
+        ("InterPodAffinity", "PersistentVolume", False),
+        ("PodTopologySpread", "AssignedPodDelete", True),
+        ("PodTopologySpread", "Node", True),
+        ("PodTopologySpread", "StorageClass", False),
+    ],
+)
+def test_pods_rejected_by_pod_rules_move_when_pods_come_or_go(
+    plugin: str, event: str, moves: bool
+) -> None:
+    q = queue(Clock())
+    p = make("p")
+    q.add(p)
+    assert q.pop_ready() is not None
+    q.requeue_unschedulable(p, {plugin})
+    assert q.on_cluster_event(event) == (1 if moves else 0)
