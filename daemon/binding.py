@@ -19,6 +19,7 @@ pod with backoff.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 import time
@@ -112,6 +113,18 @@ def forget_assumed(journal: Journal, intent: Intent) -> None:
         journal.delete_assumed("PersistentVolume", prebind["pv"])
     for provision in intent.provisions:
         journal.delete_assumed("PersistentVolumeClaim", provision["claim"])
+
+
+# On a PV we prebind and a claim we ask to provision: which pod, on which node, the
+# write was for (JSON: pod, podUID, node).
+ANN_BINDING_INTENT = "volsched.io/binding-intent"
+
+
+def intent_annotation(intent: Intent) -> str:
+    return json.dumps(
+        {"pod": intent.pod, "podUID": intent.pod_uid, "node": intent.node},
+        separators=(",", ":"),
+    )
 
 
 def intent_for(decision: Decision) -> Intent:
@@ -303,8 +316,12 @@ class Binder:
             meta = raw.setdefault("metadata", {})
             # Write at the version the decision was made on: anything newer is a 409.
             meta["resourceVersion"] = str(prebind["pvResourceVersion"])
+            annotations = meta.setdefault("annotations", {})
             if not prebind.get("preexisting"):
-                meta.setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
+                annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
+                # Written with the prebind itself, so any replica can finish or release
+                # it after a failover, even with an empty journal.
+                annotations[ANN_BINDING_INTENT] = intent_annotation(intent)
             namespace, name = prebind["claim"].split("/", 1)
             claim = self.cluster.pvcs.get_api(prebind["claim"])
             raw.setdefault("spec", {})["claimRef"] = {
@@ -331,7 +348,9 @@ class Binder:
                 raise BindingFailed(f'persistentvolumeclaim "{provision["claim"]}" not found')
             meta = raw.setdefault("metadata", {})
             meta["resourceVersion"] = str(provision["claimResourceVersion"])
-            meta.setdefault("annotations", {})[ANN_SELECTED_NODE] = intent.node
+            annotations = meta.setdefault("annotations", {})
+            annotations[ANN_SELECTED_NODE] = intent.node
+            annotations[ANN_BINDING_INTENT] = intent_annotation(intent)
             self.journal.put_assumed("PersistentVolumeClaim", provision["claim"], raw)
             done["provisions"].append(provision["claim"])
             async with self._writes:
@@ -545,7 +564,9 @@ class Binder:
             except NotFound:
                 pass
             raw["spec"].pop("claimRef", None)
-            (raw.get("metadata") or {}).get("annotations", {}).pop(ANN_BOUND_BY_CONTROLLER, None)
+            released_annotations = (raw.get("metadata") or {}).get("annotations", {})
+            released_annotations.pop(ANN_BOUND_BY_CONTROLLER, None)
+            released_annotations.pop(ANN_BINDING_INTENT, None)
             try:
                 updated = await self.client.replace("PersistentVolume", raw)
             except Conflict:
@@ -573,7 +594,7 @@ class Binder:
             updated = await self.client.patch(
                 "PersistentVolumeClaim",
                 name,
-                {"metadata": {"annotations": {ANN_SELECTED_NODE: None}}},
+                {"metadata": {"annotations": {ANN_SELECTED_NODE: None, ANN_BINDING_INTENT: None}}},
                 namespace=namespace,
             )
         except ApiError as exc:

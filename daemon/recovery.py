@@ -10,11 +10,13 @@ The pod itself, if still pending, simply goes back through the queue.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 
+from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError, NotFound
-from volsched.daemon.binding import Binder, Intent, forget_assumed
+from volsched.daemon.binding import ANN_BINDING_INTENT, Binder, Intent, forget_assumed
 
 log = logging.getLogger("volsched.recovery")
 
@@ -45,11 +47,53 @@ def intent_from_json(data: dict[str, object]) -> Intent:
     )
 
 
+def intents_in_the_api(cluster: ClusterCache, skip_pods: set[str]) -> list[Intent]:
+    """Half-done bindings as the API objects record them (the intent annotation written
+    with each prebind and selected-node write): what a leader with an empty journal —
+    a standby after a failover — must finish or release. Only writes the PV controller
+    has not completed count: a PV still waiting for its claim, a claim still without a
+    volume. Pods the local journal already covers are left to it."""
+    by_pod: dict[str, Intent] = {}
+
+    def intent_of(annotation: str) -> Intent | None:
+        try:
+            data = json.loads(annotation)
+            pod, uid, node = str(data["pod"]), str(data["podUID"]), str(data["node"])
+        except (ValueError, KeyError, TypeError):
+            return None
+        if "/" not in pod or pod in skip_pods:
+            return None
+        return by_pod.setdefault(pod, Intent(pod, uid, node))
+
+    for pv in cluster.pvs.values():
+        annotation = pv.meta.annotations.get(ANN_BINDING_INTENT)
+        ref = pv.claim_ref
+        if annotation is None or ref is None or pv.phase in ("Bound", "Released", "Failed"):
+            continue
+        intent = intent_of(annotation)
+        if intent is not None:
+            intent.prebinds.append(
+                {"pv": pv.meta.name, "claim": f"{ref.namespace}/{ref.name}", "write": True}
+            )
+    for claim in cluster.pvcs.values():
+        annotation = claim.meta.annotations.get(ANN_BINDING_INTENT)
+        if annotation is None or claim.volume_name:
+            continue
+        intent = intent_of(annotation)
+        if intent is not None:
+            intent.provisions.append({"claim": claim.key})
+    return list(by_pod.values())
+
+
 async def recover(binder: Binder) -> RecoveryReport:
-    """Resolve every open intent; each is closed whatever happens, so a broken one
-    cannot wedge the daemon on every start."""
+    """Resolve every open intent — the local journal's, and those only the API objects
+    record — ; each is closed whatever happens, so a broken one cannot wedge the daemon
+    on every start."""
     report = RecoveryReport()
     pending = await binder.journal.journal_pending()
+    covered = {str(entry.intent.get("pod", "")) for entry in pending}
+    for intent in intents_in_the_api(binder.cluster, covered):
+        await _resolve_api_intent(binder, intent, report)
     for entry in pending:
         try:
             intent = intent_from_json(entry.intent)
@@ -75,7 +119,7 @@ async def recover(binder: Binder) -> RecoveryReport:
             continue
         await binder.journal.journal_close(entry.id)
         forget_assumed(binder.journal, intent)
-    if pending:
+    if pending or report.released or report.kept or report.finished:
         log.info(
             "binding journal: %d intent(s) finished; %d PV prebind(s) released, %d kept "
             "(claim bound: rolled forward); %d left as found",
@@ -85,6 +129,28 @@ async def recover(binder: Binder) -> RecoveryReport:
             report.failed,
         )
     return report
+
+
+async def _resolve_api_intent(binder: Binder, intent: Intent, report: RecoveryReport) -> None:
+    try:
+        if await _pod_is_bound(binder, intent):
+            report.finished += 1
+            return
+        undone = await binder.undo(intent)
+    except ApiError as exc:
+        log.warning("recovery of %s's recorded binding left for later: %s", intent.pod, exc)
+        report.failed += 1
+        return
+    report.released += len(undone.released)
+    report.kept += len(undone.kept)
+    report.failed += bool(undone.failed)
+    log.info(
+        "binding of %s to %s recorded in the API and never finished: %d released, %d kept",
+        intent.pod,
+        intent.node,
+        len(undone.released),
+        len(undone.kept),
+    )
 
 
 async def _pod_is_bound(binder: Binder, intent: Intent) -> bool:

@@ -14,6 +14,7 @@ import pytest
 
 from tests.integration.conftest import FAST, Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
+from volsched.daemon.config import DatabaseSettings
 from volsched.emulator import ControllerSettings
 
 BASE = [node("node-1", "zone-a"), node("node-2", "zone-b"), storage_class("local")]
@@ -228,3 +229,32 @@ async def test_sigterm_stops_cleanly(cluster: Cluster, controllers: ControllerSe
     stderr = (await process.stderr.read()).decode()
     assert code == 0, stderr
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    "controllers",
+    [ControllerSettings(pv_bind_delay_seconds=8.0, provision_delay_seconds=0.05)],
+)
+async def test_a_standby_with_an_empty_database_finishes_what_the_dead_leader_left(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    """Failover: the leader is killed between its PV prebind and the pod binding; the
+    replica that takes over has its own, empty database — no journal entry — and still
+    releases the prebind it finds recorded on the PV, then places the pod."""
+    server = cluster.server
+    server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
+    await kill_after_prebind(cluster, pod("p", ("c1",)), "pv-1")
+    prebound = server.get("PersistentVolume", "pv-1")
+    assert prebound is not None and prebound["spec"]["claimRef"]["name"] == "c1"
+    assert "volsched.io/binding-intent" in prebound["metadata"]["annotations"]
+
+    standby_db = cluster.workdir / "standby.db"
+    standby = await cluster.start_daemon(
+        cluster.settings(database=DatabaseSettings(str(standby_db)))
+    )
+    assert standby.journal_depth() == 0
+    assert standby.recovered is not None
+    assert (standby.recovered.released, standby.recovered.kept) == (1, 0)
+    await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
+    volume = server.get("PersistentVolume", "pv-1")
+    assert volume is not None and volume["status"]["phase"] == "Bound"
