@@ -54,11 +54,8 @@ from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, Wat
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import default_policy
 from volsched.scheduling.profile_builder import PluginSet, build_profile
-from volsched.scheduling.storage_placement import (
-    REPLICATED_PROVISIONER,
-    ReplicaContext,
-    ReplicatedProvisioner,
-)
+from volsched.scheduling.provisioners import storage_provisioners
+from volsched.scheduling.storage_placement import ReplicaContext
 
 log = logging.getLogger("volsched")
 
@@ -115,9 +112,7 @@ class Daemon:
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
         )
         self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
-        self.plugins = PluginSet(
-            self.cluster, {REPLICATED_PROVISIONER: ReplicatedProvisioner(self.replicas)}
-        )
+        self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
         self.scheduler = self._build_scheduler()
         self.reporter = Reporter(client, settings.scheduler_name, self.options.instance, clock)
         self.binder = Binder(

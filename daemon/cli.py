@@ -37,12 +37,9 @@ from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import PolicySpec, default_policy
 from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.simulation import PodOutcome, simulate
-from volsched.scheduling.storage_placement import (
-    REPLICATED_PROVISIONER,
-    ReplicaContext,
-    ReplicatedProvisioner,
-)
+from volsched.scheduling.storage_placement import ReplicaContext
 
 
 @dataclass(slots=True)
@@ -75,7 +72,7 @@ def decide_snapshot(args: argparse.Namespace) -> Run:
     cluster = load_snapshot(args.files)
     spec = _policy(args, settings, cluster)
     replicas = ReplicaContext(cluster, settings.replica_scheduling, clock=lambda: now)
-    plugins = PluginSet(cluster, {REPLICATED_PROVISIONER: ReplicatedProvisioner(replicas)})
+    plugins = PluginSet(cluster, storage_provisioners(replicas))
     profile = build_profile(spec, plugins, settings.percentage_of_nodes_to_score)
     scheduler = Scheduler(cluster, profile, random.Random(args.seed))
     result = simulate(cluster, scheduler, replicas)

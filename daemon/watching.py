@@ -37,7 +37,15 @@ CORE_KINDS = (
     "StatefulSet",
     "Pod",
 )
-STORAGE_KINDS = ("StorageNode", "Volume", "Replica")
+STORAGE_KINDS = (
+    "StorageNode",
+    "Volume",
+    "Replica",
+    "LonghornNode",
+    "LonghornVolume",
+    "LonghornReplica",
+    "LonghornSetting",
+)
 
 
 @dataclass(slots=True)
