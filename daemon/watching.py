@@ -37,15 +37,10 @@ CORE_KINDS = (
     "StatefulSet",
     "Pod",
 )
-STORAGE_KINDS = (
-    "StorageNode",
-    "Volume",
-    "Replica",
-    "LonghornNode",
-    "LonghornVolume",
-    "LonghornReplica",
-    "LonghornSetting",
-)
+VOLSCHED_STORAGE_KINDS = ("StorageNode", "Volume", "Replica")
+# Longhorn's own objects, read-only: Longhorn writes them, volsched follows them.
+LONGHORN_KINDS = ("LonghornNode", "LonghornVolume", "LonghornReplica", "LonghornSetting")
+STORAGE_KINDS = (*VOLSCHED_STORAGE_KINDS, *LONGHORN_KINDS)
 
 
 @dataclass(slots=True)
