@@ -44,7 +44,7 @@ class LonghornPlan:
 
     def describe(self) -> dict[str, Any]:
         placed = self.placement.placed
-        return {"longhornReplicas": [{"node": p.node, "disk": p.disk} for p in placed]}
+        return {"replicas": [{"node": p.node, "disk": p.disk} for p in placed]}
 
 
 class LonghornProvisioner:

@@ -211,7 +211,7 @@ def test_a_strict_local_wfc_claim_refuses_nodes_that_cannot_hold_it() -> None:
     # Where Longhorn could put the replica is shown, and nothing is left for volsched
     # to write: Longhorn creates its replicas itself.
     replicas = [{"node": "n3", "disk": disk_uuid("n3", "default-disk-1")}]
-    assert outcome.volumes == {"data": {"provision": True, "longhornReplicas": replicas}}
+    assert outcome.volumes == {"data": {"provision": True, "replicas": replicas}}
     assert result.result.volumes == []
 
 
