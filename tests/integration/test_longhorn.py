@@ -23,13 +23,14 @@ from volsched.emulator.longhorn import longhorn_crds
 DISK_GIB = {"n1": 100, "n2": 100, "n3": 300}
 
 
-def longhorn_cluster() -> list[Raw]:
+def longhorn_cluster(over_provisioning: str | None = "100") -> list[Raw]:
     objects: list[Raw] = list(longhorn_crds())
     for index, (name, size) in enumerate(DISK_GIB.items()):
         disk = LonghornDisk(maximum=size * GIB, available=size * GIB)
         objects += [node(name, f"zone-{'abc'[index]}"), longhorn_node(name, {"d1": disk})]
+    if over_provisioning is not None:
+        objects.append(longhorn_setting("storage-over-provisioning-percentage", over_provisioning))
     objects += [
-        longhorn_setting("storage-over-provisioning-percentage", "100"),
         longhorn_setting("default-replica-count", "3"),
         longhorn_class("longhorn", dataLocality="best-effort"),
         longhorn_class("longhorn-local", numberOfReplicas="1", dataLocality="strict-local"),
@@ -83,8 +84,10 @@ async def test_pods_follow_their_longhorn_data(cluster: Cluster) -> None:
     assert cluster.server.list("Replica", api_version="volsched.io/v1alpha1") == []
 
 
-async def test_a_strict_local_claim_no_disk_can_hold_stays_pending(cluster: Cluster) -> None:
-    cluster.server.load(longhorn_cluster())
+async def test_a_strict_local_claim_no_disk_can_hold_waits_for_longhorn(
+    cluster: Cluster,
+) -> None:
+    cluster.server.load(longhorn_cluster(over_provisioning=None))
     await cluster.start_daemon()
     cluster.server.load([claim("huge", "longhorn-local", "400Gi"), pod("db", ("huge",))])
 
@@ -103,3 +106,9 @@ async def test_a_strict_local_claim_no_disk_can_hold_stays_pending(cluster: Clus
     assert "volume.kubernetes.io/selected-node" not in (
         claim_now["metadata"].get("annotations") or {}
     )
+
+    # Longhorn's admin allows over-provisioning: n3's 300 GiB disk may now promise
+    # 600 GiB, and the waiting pod is tried again and placed there.
+    cluster.server.load([longhorn_setting("storage-over-provisioning-percentage", "200")])
+    await eventually(lambda: cluster.node_of("db") is not None, what="db placed", timeout=15)
+    assert cluster.node_of("db") == "n3"
