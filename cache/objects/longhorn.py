@@ -150,7 +150,8 @@ def _names(fields: Fields, key: str) -> list[str]:
 
 
 def _disk(name: str, spec: Fields, status: Fields | None) -> StorageDisk:
-    allow = spec.bool("allowScheduling", True)
+    # A block disk serves only the v2 data engine, which volsched does not place.
+    allow = spec.bool("allowScheduling", True) and spec.str("diskType") != "block"
     measured = None
     view_name = name
     if status is not None:

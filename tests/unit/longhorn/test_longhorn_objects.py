@@ -56,6 +56,13 @@ def test_a_node_is_read_with_its_disks_named_by_uuid() -> None:
     assert not by_name["off"].allow_scheduling
 
 
+def test_a_block_disk_serves_only_the_v2_engine() -> None:
+    raw = longhorn_node("n1")
+    raw["spec"]["disks"]["default-disk-1"]["diskType"] = "block"
+    (disk,) = parse_longhorn_node(raw).disks
+    assert not disk.allow_scheduling
+
+
 @pytest.mark.parametrize(
     ("flags", "ready", "allow"),
     [
