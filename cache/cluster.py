@@ -173,6 +173,51 @@ class ClusterCache:
         self.storage_generation += 1
         self.custom["StorageNode"].pop(name, None)
 
+    # Longhorn's objects are namespaced (longhorn-system) and kept by key, so a relist can
+    # tell what vanished; the replica scheduler and locality see them by name, beside
+    # volsched's own, under the kinds they map onto.
+
+    def _upsert_LonghornNode(self, node: Any) -> None:
+        self.custom["LonghornNode"][node.meta.key] = node
+        self._upsert_StorageNode(node)
+
+    def _delete_LonghornNode(self, key: str) -> None:
+        old = self.custom["LonghornNode"].pop(key, None)
+        if old is not None:
+            self._delete_StorageNode(old.meta.name)
+
+    def _upsert_LonghornVolume(self, volume: Any) -> None:
+        self.storage_generation += 1
+        self.custom["LonghornVolume"][volume.meta.key] = volume
+        self.custom["Volume"][volume.meta.name] = volume
+
+    def _delete_LonghornVolume(self, key: str) -> None:
+        old = self.custom["LonghornVolume"].pop(key, None)
+        if old is not None:
+            self.storage_generation += 1
+            self.custom["Volume"].pop(old.meta.name, None)
+
+    def _upsert_LonghornReplica(self, replica: Replica) -> None:
+        self.custom["LonghornReplica"][replica.meta.key] = replica
+        self._upsert_Replica(replica)
+
+    def _delete_LonghornReplica(self, key: str) -> None:
+        old = self.custom["LonghornReplica"].pop(key, None)
+        if old is not None:
+            self._delete_Replica(old.meta.name)
+
+    def _upsert_LonghornSetting(self, setting: Any) -> None:
+        self.storage_generation += 1
+        self.custom["LonghornSetting"][setting.meta.key] = setting
+
+    def _delete_LonghornSetting(self, key: str) -> None:
+        self.storage_generation += 1
+        self.custom["LonghornSetting"].pop(key, None)
+
+    def longhorn_settings(self) -> dict[str, str]:
+        """Longhorn's Settings by name (``storage-over-provisioning-percentage`` → "100")."""
+        return {s.meta.name: s.value for s in self.custom.get("LonghornSetting", {}).values()}
+
     def assume_replicas(self, placements: list[AssumedReplica]) -> None:
         for placement in placements:
             self.assumed_replicas[placement.volume].append(placement)

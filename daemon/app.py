@@ -58,12 +58,9 @@ from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import PolicySpec
 from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.scheduler_config import default_profile
-from volsched.scheduling.storage_placement import (
-    REPLICATED_PROVISIONER,
-    ReplicaContext,
-    ReplicatedProvisioner,
-)
+from volsched.scheduling.storage_placement import ReplicaContext
 
 log = logging.getLogger("volsched")
 # The meta key of the cluster a database mirrors.
@@ -124,9 +121,7 @@ class Daemon:
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
         )
         self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
-        self.plugins = PluginSet(
-            self.cluster, {REPLICATED_PROVISIONER: ReplicatedProvisioner(self.replicas)}
-        )
+        self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
         self.profiles = self._build_profiles()
         self.scheduler = self.profiles.default
         self.reporter = Reporter(client, settings.scheduler_name, self.options.instance, clock)

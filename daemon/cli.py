@@ -38,13 +38,10 @@ from volsched.daemon.snapshot_files import load_snapshot
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.scheduler_config import ProfileSpec, default_profile
 from volsched.scheduling.simulation import PodOutcome, simulate
-from volsched.scheduling.storage_placement import (
-    REPLICATED_PROVISIONER,
-    ReplicaContext,
-    ReplicatedProvisioner,
-)
+from volsched.scheduling.storage_placement import ReplicaContext
 
 
 @dataclass(slots=True)
@@ -91,7 +88,7 @@ def decide_snapshot(args: argparse.Namespace) -> Run:
     settings = load_settings(args.config)
     cluster = load_snapshot(args.files)
     replicas = ReplicaContext(cluster, settings.replica_scheduling, clock=lambda: now)
-    checks = {REPLICATED_PROVISIONER: ReplicatedProvisioner(replicas)}
+    checks = storage_provisioners(replicas)
     rng = random.Random(args.seed)
     profiles: dict[str, Profile] = {}
     schedulers: dict[str, Scheduler] = {}

@@ -24,6 +24,14 @@ log = logging.getLogger("volsched.ingest")
 Raw = dict[str, Any]
 # Kinds whose raw JSON the binder needs to write whole objects back (PUT).
 RAW_KEPT = ("PersistentVolume", "PersistentVolumeClaim")
+# Longhorn's kinds wake the pods the kinds they map onto would wake; a Setting changes
+# what the storage nodes can hold.
+CLUSTER_EVENT_OF = {
+    "LonghornNode": "StorageNode",
+    "LonghornVolume": "Volume",
+    "LonghornReplica": "Replica",
+    "LonghornSetting": "StorageNode",
+}
 
 
 class StoreSink(Protocol):
@@ -143,7 +151,7 @@ class Ingest:
             if old.node_name:
                 self.queue.on_cluster_event("AssignedPodDelete")
         else:
-            self.queue.on_cluster_event(kind)
+            self.queue.on_cluster_event(CLUSTER_EVENT_OF.get(kind, kind))
 
     def replace(self, kind: str, items: Iterable[Mapping[str, Any]], resource_version: str) -> int:
         """A relist: exactly these objects exist now. Returns how many vanished."""
@@ -198,4 +206,4 @@ class Ingest:
             return
         if kind == "Node" and not _node_changed(old, new):
             return
-        queue.on_cluster_event(kind)
+        queue.on_cluster_event(CLUSTER_EVENT_OF.get(kind, kind))

@@ -18,7 +18,7 @@ import yaml
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, ObjectError
-from volsched.cache.objects.registry import KINDS
+from volsched.cache.objects.registry import KINDS, kind_of
 from volsched.cache.objects.storage import PersistentVolumeClaim
 
 
@@ -67,6 +67,7 @@ def load_snapshot(paths: Sequence[str | Path], warnings: TextIO | None = None) -
             kind = raw.get("kind")
             if not isinstance(kind, str) or not kind:
                 raise ConfigError(f"{where}: kind is required")
+            kind = kind_of(str(raw.get("apiVersion") or ""), kind)
             info = KINDS.get(kind)
             if info is None:
                 print(f"volsched: {where}: ignoring unknown kind {kind}", file=out)

@@ -39,7 +39,10 @@ CORE_KINDS = (
     "StatefulSet",
     "Pod",
 )
-STORAGE_KINDS = ("StorageNode", "Volume", "Replica")
+VOLSCHED_STORAGE_KINDS = ("StorageNode", "Volume", "Replica")
+# Longhorn's own objects, read-only: Longhorn writes them, volsched follows them.
+LONGHORN_KINDS = ("LonghornNode", "LonghornVolume", "LonghornReplica", "LonghornSetting")
+STORAGE_KINDS = (*VOLSCHED_STORAGE_KINDS, *LONGHORN_KINDS)
 
 
 # Objects parsed between two yields to the event loop during a relist (~10 ms of work).

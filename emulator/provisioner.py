@@ -10,7 +10,9 @@ then completes the binding.
 
 For ``replicated.volsched.io`` the PV is a CSI volume and, when the Volume CRD exists, a
 cluster-scoped ``volsched.io/v1alpha1`` Volume of the same name is created from the
-class's Longhorn-style string parameters.  Any other provisioner gets a local PV pinned
+class's Longhorn-style string parameters.  Longhorn's ``driver.longhorn.io`` gets a CSI PV
+with no node affinity, as Longhorn's CSI driver makes (Longhorn itself, not the
+embedded cluster, would then create the volume).  Any other provisioner gets a local PV pinned
 to the selected node (or, for an Immediate claim, which has no node, a CSI PV of that
 driver with no node affinity).
 """
@@ -32,6 +34,7 @@ from volsched.emulator.raw import Raw, annotations_of, mapping, name_of, namespa
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 REPLICATED_PROVISIONER = "replicated.volsched.io"
+LONGHORN_DRIVER = "driver.longhorn.io"
 VOLUME_CRD = "volumes.volsched.io"
 
 
@@ -107,7 +110,7 @@ class Provisioner(Controller):
         if storage_class.get("mountOptions"):
             spec["mountOptions"] = list(storage_class["mountOptions"])
         parameters = mapping(storage_class, "parameters")
-        if provisioner == REPLICATED_PROVISIONER or not node:
+        if provisioner in (REPLICATED_PROVISIONER, LONGHORN_DRIVER) or not node:
             spec["csi"] = {
                 "driver": provisioner,
                 "volumeHandle": volume_name,

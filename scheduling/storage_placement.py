@@ -21,6 +21,7 @@ from typing import Any
 
 from volsched.cache.cluster import AssumedReplica, ClusterCache
 from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.longhorn import is_longhorn
 from volsched.cache.objects.replicated import DATA_LOCALITIES, DATA_LOCALITY_STRICT_LOCAL, Volume
 from volsched.cache.objects.storage import PersistentVolumeClaim, StorageClass
 from volsched.scheduling.replicas import (
@@ -138,6 +139,8 @@ class ReplicaContext:
         now = self.clock()
         for name in sorted(volumes):
             volume = volumes[name]
+            if is_longhorn(volume):
+                continue  # Longhorn places its own replicas; volsched only reads them.
             placement = schedule_volume(volume, self.view(), self.settings, now, self.scheduled)
             if placement is None:
                 continue
@@ -176,11 +179,14 @@ def _tags(text: str) -> tuple[str, ...]:
     return tuple(tag.strip() for tag in text.split(",") if tag.strip())
 
 
-def class_parameters(storage_class: StorageClass) -> _Parameters:
-    """Longhorn-style string parameters of a replicated StorageClass, validated."""
+def class_parameters(
+    storage_class: StorageClass, default_replicas: int = 3, default_locality: str = "disabled"
+) -> _Parameters:
+    """Longhorn-style string parameters of a replicated StorageClass, validated; a
+    parameter left out takes the given default (Longhorn's comes from its Settings)."""
     params = storage_class.parameters
     name = storage_class.meta.name
-    text = params.get("numberOfReplicas", "3")
+    text = params.get("numberOfReplicas", str(default_replicas))
     try:
         replicas = int(text)
     except ValueError:
@@ -189,7 +195,7 @@ def class_parameters(storage_class: StorageClass) -> _Parameters:
         ) from None
     if replicas < 1:
         raise ProvisionError(f'StorageClass "{name}" parameter numberOfReplicas: must be >= 1')
-    locality = params.get("dataLocality", "disabled")
+    locality = params.get("dataLocality", default_locality)
     if locality not in DATA_LOCALITIES:
         raise ProvisionError(
             f'StorageClass "{name}" parameter dataLocality: {locality!r} is not one of '

@@ -10,7 +10,7 @@ import itertools
 from typing import Any
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.objects.registry import KINDS
+from volsched.cache.objects.registry import KINDS, kind_of
 
 _versions = itertools.count(1)
 
@@ -187,12 +187,12 @@ def service(name: str, selector: dict[str, str], namespace: str = "default") -> 
 
 
 def parse(raw: Raw) -> Any:
-    return KINDS[raw["kind"]].parse(raw)
+    return KINDS[kind_of(raw.get("apiVersion", ""), raw["kind"])].parse(raw)
 
 
 def cluster(*objects: Raw) -> ClusterCache:
     """A cluster cache holding the parsed objects, in the order given."""
     cache = ClusterCache()
     for raw in objects:
-        cache.upsert(raw["kind"], parse(raw))
+        cache.upsert(kind_of(raw.get("apiVersion", ""), raw["kind"]), parse(raw))
     return cache

@@ -12,6 +12,13 @@ from typing import Any
 
 from volsched.cache.objects.core import parse_node, parse_pod
 from volsched.cache.objects.fields import Raw
+from volsched.cache.objects.longhorn import API_VERSION as LONGHORN_API_VERSION
+from volsched.cache.objects.longhorn import (
+    parse_longhorn_node,
+    parse_longhorn_replica,
+    parse_longhorn_setting,
+    parse_longhorn_volume,
+)
 from volsched.cache.objects.replicated import API_VERSION as REPLICATED_API_VERSION
 from volsched.cache.objects.replicated import parse_replica, parse_storage_node, parse_volume
 from volsched.cache.objects.storage import (
@@ -77,8 +84,23 @@ KINDS: dict[str, KindInfo] = {
         KindInfo("StorageNode", REPLICATED_API_VERSION, "storagenodes", False, parse_storage_node),
         KindInfo("Volume", REPLICATED_API_VERSION, "volumes", False, parse_volume),
         KindInfo("Replica", REPLICATED_API_VERSION, "replicas", False, parse_replica),
+        # Longhorn's kinds share names with core and volsched kinds, so they are known
+        # here by the kind prefixed with "Longhorn"; ``kind_of`` maps an object to it.
+        KindInfo("LonghornNode", LONGHORN_API_VERSION, "nodes", True, parse_longhorn_node),
+        KindInfo("LonghornVolume", LONGHORN_API_VERSION, "volumes", True, parse_longhorn_volume),
+        KindInfo("LonghornReplica", LONGHORN_API_VERSION, "replicas", True, parse_longhorn_replica),
+        KindInfo("LonghornSetting", LONGHORN_API_VERSION, "settings", True, parse_longhorn_setting),
     )
 }
+
+# Kinds of other API groups that are read under a name of their own.
+_GROUP_PREFIXES = {LONGHORN_API_VERSION.split("/")[0]: "Longhorn"}
+
+
+def kind_of(api_version: str, kind: str) -> str:
+    """The name volsched knows an object's kind by (``longhorn.io`` Node → LonghornNode)."""
+    group = api_version.split("/")[0] if "/" in api_version else ""
+    return _GROUP_PREFIXES.get(group, "") + kind
 
 
 def register(info: KindInfo) -> None:

@@ -13,6 +13,11 @@ A pod whose claims are backed by replicated volumes should run where its data is
 
 The pod's label ``volsched.io/locality`` (or ``storageos.com/locality``; ours wins)
 is ``preferred`` (the default) or ``strict``.
+
+Longhorn volumes (``driver.longhorn.io``) are served the same way from Longhorn's own
+objects: Longhorn has no primary replica, so every healthy replica's node earns the
+replica points; a ``strict-local`` volume makes the pod strict, as Longhorn can then serve
+the volume only on its replica's node.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from dataclasses import dataclass, field
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
-from volsched.cache.objects.replicated import StorageNode
+from volsched.cache.objects.longhorn import CSI_DRIVER as LONGHORN_DRIVER
+from volsched.cache.objects.replicated import DATA_LOCALITY_STRICT_LOCAL, StorageNode
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 from volsched.scheduling.volumes.scoring import round_half_away
 
 REPLICATED_PROVISIONER = "replicated.volsched.io"
+STORAGE_DRIVERS = (REPLICATED_PROVISIONER, LONGHORN_DRIVER)
 LOCALITY_LABEL = "volsched.io/locality"
 LEGACY_LOCALITY_LABEL = "storageos.com/locality"
 REASON_NOT_STORAGE_NODE = "node(s) were not ready storage nodes"
@@ -76,22 +83,27 @@ def storage_node_serves(cluster: ClusterCache, node: NodeInfo) -> bool:
 def pod_storage(cluster: ClusterCache, pod: Pod) -> _PodStorage | None:
     """The pod's replicated volumes and where their copies are; None for other pods."""
     uses_storage = False
+    strict_local = False
     volumes: list[_VolumeCopies] = []
     for claim_name in pod.claim_names():
         claim = cluster.pvcs.get(f"{pod.namespace}/{claim_name}")
         if claim is None:
             continue
         pv = cluster.pvs.get(claim.volume_name) if claim.volume_name else None
-        if pv is not None and pv.csi_driver == REPLICATED_PROVISIONER:
+        if pv is not None and pv.csi_driver in STORAGE_DRIVERS:
             uses_storage = True
             volumes.append(_copies(cluster, pv.csi_handle))
+            volume = cluster.custom.get("Volume", {}).get(pv.csi_handle)
+            strict_local |= volume is not None and volume.data_locality == (
+                DATA_LOCALITY_STRICT_LOCAL
+            )
         elif pv is None and claim.class_name:
             storage_class = cluster.storage_classes.get(claim.class_name)
-            if storage_class is not None and storage_class.provisioner == REPLICATED_PROVISIONER:
+            if storage_class is not None and storage_class.provisioner in STORAGE_DRIVERS:
                 uses_storage = True
     if not uses_storage:
         return None
-    return _PodStorage(volumes, locality_mode(pod) == "strict")
+    return _PodStorage(volumes, strict_local or locality_mode(pod) == "strict")
 
 
 def _copies(cluster: ClusterCache, volume_name: str) -> _VolumeCopies:

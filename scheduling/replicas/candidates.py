@@ -10,7 +10,11 @@ ones away).  longhorn-manager's rules, as the issue fixes them:
   failed-but-reusable — an evicting replica still occupies, but its node and zone may be
   reused when every replica there is evicting (longhorn/longhorn#3076);
 - failed-but-reusable means ``rebuildRetryCount < 5``, still on its node and disk, not
-  evicting, and the replenishment wait (from ``status.lastDegradedAt``) not yet over.
+  evicting, and the replenishment wait (from ``status.lastDegradedAt``) not yet over;
+  the wait runs only while the volume is degraded — a healthy volume's failed replicas
+  are always waited for;
+- disk anti-affinity keeps new replicas off a disk holding any replica that may still be
+  reused, even once the wait is over (longhorn-manager's filterDisksWithMatchingReplicas).
 
 The tiers, tried in order until one yields a disk: a new node in a new zone; then, with
 hard zone anti-affinity, only nodes and zones whose replicas are all evicting; with soft
@@ -33,10 +37,13 @@ def replenishment_wait_over(
 ) -> bool:
     """Whether failed replicas should now be replaced rather than waited for.
 
-    The wait runs from ``status.lastDegradedAt``.  A volume that never recorded a
-    degradation has nothing to wait from, so its failed replicas are replaced at once —
-    longhorn-manager does the same when it cannot read that time.
+    Only a degraded volume replenishes; longhorn-manager never replaces the failed
+    replicas of a volume in another state.  The wait runs from ``status.lastDegradedAt``;
+    a degraded volume that recorded no such time has nothing to wait from, so its failed
+    replicas are replaced at once, as longhorn-manager does when it cannot read that time.
     """
+    if volume is not None and volume.robustness != "degraded":
+        return False
     if volume is None or volume.last_degraded_at is None:
         return True
     return now > volume.last_degraded_at + settings.replica_replenishment_wait_interval_seconds
@@ -69,6 +76,8 @@ class VolumeReplicas:
     counted: int
     to_fill: tuple[Replica, ...]
     occupying: tuple[Replica, ...]
+    # Failed replicas past the wait that may still be reused: they hold only their disk.
+    holding_disks: tuple[Replica, ...] = ()
 
     def missing(self, wanted: int) -> int:
         """How many placements to try: the waiting objects, then new replicas."""
@@ -80,6 +89,11 @@ def classify(replicas: Sequence[Replica], wait_over: bool) -> VolumeReplicas:
         counted=sum(1 for r in replicas if counts(r, wait_over)),
         to_fill=tuple(r for r in replicas if fillable(r)),
         occupying=tuple(r for r in replicas if occupies(r, wait_over)),
+        holding_disks=tuple(
+            r
+            for r in replicas
+            if r.potentially_reusable and not r.deleting and not occupies(r, wait_over)
+        ),
     )
 
 
@@ -108,8 +122,15 @@ class Occupancy:
         self._evicting_zones: set[str] = set()
 
     @classmethod
-    def of(cls, cluster: ReplicaCluster, replicas: Sequence[Replica]) -> Occupancy:
+    def of(
+        cls,
+        cluster: ReplicaCluster,
+        replicas: Sequence[Replica],
+        holding_disks: Sequence[Replica] = (),
+    ) -> Occupancy:
         occupancy = cls()
+        for replica in holding_disks:
+            occupancy.used_disks.setdefault(replica.node_id, set()).add(replica.disk_id)
         for replica in replicas:
             occupancy.add(
                 replica.node_id,

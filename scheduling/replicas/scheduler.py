@@ -92,7 +92,9 @@ def schedule_volume(
         volume.disk_selector,
         scheduled,
     )
-    result = Placer(stage, request, Occupancy.of(cluster, replicas.occupying)).run()
+    result = Placer(
+        stage, request, Occupancy.of(cluster, replicas.occupying, replicas.holding_disks)
+    ).run()
     for placement in result.placed:
         scheduled.add(placement.node, placement.disk, volume.size)
     return result

@@ -21,7 +21,7 @@ import yaml
 
 from volsched.cache.objects.registry import KINDS
 from volsched.daemon.config import Settings, load_settings
-from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS
+from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, VOLSCHED_STORAGE_KINDS
 from volsched.scheduling.scheduler_config import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,8 +234,9 @@ def crd_schema(api_version: str, kind: str) -> Raw:
 
 
 def test_every_storage_kind_has_a_crd() -> None:
-    assert set(CRDS) == set(STORAGE_KINDS)
-    for kind in STORAGE_KINDS:
+    """volsched's own kinds; Longhorn's CRDs come with Longhorn."""
+    assert set(CRDS) == set(VOLSCHED_STORAGE_KINDS)
+    for kind in VOLSCHED_STORAGE_KINDS:
         assert CRDS[kind]["spec"]["names"]["plural"] == KINDS[kind].plural
         assert CRDS[kind]["spec"]["scope"] == (
             "Namespaced" if KINDS[kind].namespaced else "Cluster"
@@ -243,7 +244,7 @@ def test_every_storage_kind_has_a_crd() -> None:
 
 
 def test_examples_have_every_storage_kind() -> None:
-    assert {obj["kind"] for obj in EXAMPLE_STORAGE_OBJECTS} == set(STORAGE_KINDS)
+    assert {obj["kind"] for obj in EXAMPLE_STORAGE_OBJECTS} == set(VOLSCHED_STORAGE_KINDS)
 
 
 @pytest.mark.parametrize(
@@ -288,6 +289,10 @@ WATCHED_RESOURCES = [
     ("volsched.io", "storagenodes"),
     ("volsched.io", "volumes"),
     ("volsched.io", "replicas"),
+    ("longhorn.io", "nodes"),
+    ("longhorn.io", "volumes"),
+    ("longhorn.io", "replicas"),
+    ("longhorn.io", "settings"),
 ]
 # Everything volsched does against the API server, as (apiGroup, resource, verb).
 DAEMON_NEEDS_CLUSTER_WIDE: list[tuple[str, str, str]] = [

@@ -334,3 +334,68 @@ def test_schedule_volumes_goes_in_name_order_and_skips_nothing_to_do() -> None:
         ("vol-b", 1, 0),
     ]
     assert scheduled.get("n1", "d1") == 8 * GB
+
+
+# longhorn-manager replenishes only Degraded volumes: another volume's failed replicas
+# keep their place however long ago the volume was degraded.
+ROBUSTNESS_CASES = [
+    ("degraded, wait over", "degraded", True),
+    ("healthy", "healthy", False),
+    ("faulted", "faulted", False),
+    ("unknown (detached)", "unknown", False),
+]
+
+
+@pytest.mark.parametrize(
+    ("robustness", "replaced"),
+    [row[1:] for row in ROBUSTNESS_CASES],
+    ids=[row[0] for row in ROBUSTNESS_CASES],
+)
+def test_only_degraded_volumes_replace_failed_replicas(robustness: str, replaced: bool) -> None:
+    existing = [
+        replica("r1", "v", "n11", "d1"),
+        replica("r2", "v", "n21", "d1"),
+        replica("r3", "v", "n31", "d1", **FAILED),
+    ]
+    status = {"robustness": robustness, "lastDegradedAt": DEGRADED_AT}
+    result = schedule(volume("v", GB, 3, status=status), zones_hosts(3, 1), existing, now=T0 + 3600)
+    if replaced:
+        assert nodes_of(result) == ["n31"]
+    else:
+        assert result is None
+
+
+# Disk anti-affinity counts a failed replica that may still be reused, even once the
+# replenishment wait is over (longhorn-manager's filterDisksWithMatchingReplicas).
+DISK_HOLD_CASES = [
+    ("reusable failed replica holds its disk", {}, []),
+    ("a replica past its retries does not", {"rebuildRetryCount": 5}, [("n11", "d2")]),
+    ("an evicting failed replica does not", {"evictionRequested": True}, [("n11", "d2")]),
+]
+
+
+@pytest.mark.parametrize(
+    ("extra", "placed"),
+    [row[1:] for row in DISK_HOLD_CASES],
+    ids=[row[0] for row in DISK_HOLD_CASES],
+)
+def test_failed_replicas_that_may_be_reused_keep_their_disk(
+    extra: dict[str, Any], placed: list[tuple[str, str]]
+) -> None:
+    host = Host("n11", disks={"d1": Disk(100 * GB), "d2": Disk(100 * GB)})
+    existing = [
+        replica("r1", "v", "n11", "d1"),
+        replica("r2", "v", "n11", "d2", **FAILED, **extra),
+    ]
+    status = {"robustness": "degraded", "lastDegradedAt": DEGRADED_AT}
+    result = schedule(
+        volume("v", GB, 2, status=status),
+        [host],
+        existing,
+        now=T0 + 3600,
+        replica_node_level_soft_anti_affinity=True,
+        replica_disk_level_soft_anti_affinity=False,
+    )
+    assert result is not None
+    assert spots(result) == placed
+    assert result.unplaced == (0 if placed else 1)

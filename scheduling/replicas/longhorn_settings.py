@@ -1,0 +1,54 @@
+"""The replica scheduler's settings as a Longhorn cluster sets them.
+
+Longhorn keeps its settings as ``Setting`` objects; those volsched reads override the
+configured ``replicaScheduling`` values, so the scheduler decides with the numbers
+Longhorn's own replica scheduler will use.  Values were checked when the Settings were
+read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from volsched.cache.objects.longhorn import setting_value
+from volsched.cache.objects.replicated import DATA_LOCALITY_DISABLED
+from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
+
+# Longhorn's setting name → the attribute of ReplicaSchedulingSettings it sets.
+_ATTRIBUTES = {
+    "replica-soft-anti-affinity": "replica_node_level_soft_anti_affinity",
+    "replica-zone-soft-anti-affinity": "replica_zone_level_soft_anti_affinity",
+    "replica-disk-soft-anti-affinity": "replica_disk_level_soft_anti_affinity",
+    "allow-empty-node-selector-volume": "allow_empty_node_selector_volume",
+    "allow-empty-disk-selector-volume": "allow_empty_disk_selector_volume",
+    "disable-scheduling-on-cordoned-node": "disable_scheduling_on_cordoned_node",
+    "storage-minimal-available-percentage": "storage_minimal_available_percentage",
+    "storage-over-provisioning-percentage": "storage_over_provisioning_percentage",
+    "replica-replenishment-wait-interval": "replica_replenishment_wait_interval_seconds",
+}
+
+# Longhorn's defaults for a StorageClass parameter left out.
+DEFAULT_REPLICA_COUNT = 3
+
+
+def settings_with_longhorn(
+    base: ReplicaSchedulingSettings, values: Mapping[str, str]
+) -> ReplicaSchedulingSettings:
+    changes: dict[str, Any] = {}
+    for name, attribute in _ATTRIBUTES.items():
+        if name not in values:
+            continue
+        text = setting_value(values[name])
+        changes[attribute] = text == "true" if text in ("true", "false") else int(text)
+    return dataclasses.replace(base, **changes) if changes else base
+
+
+def default_replica_count(values: Mapping[str, str]) -> int:
+    text = setting_value(values.get("default-replica-count", ""))
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_REPLICA_COUNT
+
+
+def default_data_locality(values: Mapping[str, str]) -> str:
+    return setting_value(values.get("default-data-locality", "")) or DATA_LOCALITY_DISABLED
