@@ -37,7 +37,8 @@ from volsched.cache.store import OpenResult, Store, StoreStats
 from volsched.daemon.binding import Binder, BindingSettings
 from volsched.daemon.config import Settings
 from volsched.daemon.extender import Extender, ExtenderSettings, extender_routes
-from volsched.daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
+from volsched.daemon.http_server import Check, HealthChecks, bound_port
+from volsched.daemon.http_setup import serve_daemon_http
 from volsched.daemon.ingest import Ingest
 from volsched.daemon.kube_client import KubeClient
 from volsched.daemon.leader import LeaderElector
@@ -149,6 +150,7 @@ class Daemon:
             ExtenderSettings(
                 path_prefix=settings.extender_path_prefix,
                 locality_points=settings.extender_locality_points,
+                scheduler_names=frozenset(settings.extender_scheduler_names),
             ),
             leading=lambda: self.loop.gate.is_set(),
         )
@@ -291,8 +293,9 @@ class Daemon:
             self.watchers.append(watcher)
             self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {kind}"))
         if serve_http:
-            app = health_app(self.health(), extender_routes(self.extender))
-            self._runner = await serve(app, self.settings.http.address)
+            self._runner = await serve_daemon_http(
+                self.settings.http, self.client, self.health(), extender_routes(self.extender)
+            )
         if not self.warm:
             await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
         # The cache is built: keep the collector from walking it again and again

@@ -53,6 +53,8 @@ class Resource:
 EXTRA_RESOURCES = {
     "Event": Resource("v1", "events", True),
     "Lease": Resource("coordination.k8s.io/v1", "leases", True),
+    "TokenReview": Resource("authentication.k8s.io/v1", "tokenreviews", False),
+    "SubjectAccessReview": Resource("authorization.k8s.io/v1", "subjectaccessreviews", False),
     "CustomResourceDefinition": Resource(
         "apiextensions.k8s.io/v1", "customresourcedefinitions", False
     ),

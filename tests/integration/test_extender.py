@@ -171,6 +171,9 @@ async def test_bind_outlasting_the_call_deadline_still_completes(
         ),
         ({"Pod": {"metadata": {"name": "x"}}}, None, "Nodes or NodeNames is required"),
         (None, b"{" + b" " * (17 * 1024 * 1024) + b"}", "too large"),
+        (None, b'{"Pod": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper than"),
+        (None, b'{"Pod": {}, "NodeNames": [], "x": 1' + b"0" * 5000 + b"}", "a number longer"),
+        (None, b'{"Pod": "\xff\xfe"}', "request body is not JSON"),
     ],
 )
 async def test_bad_requests_get_400_with_one_line(
@@ -181,3 +184,24 @@ async def test_bad_requests_get_400_with_one_line(
     assert status == 400
     assert error in result["Error"]
     assert "\n" not in result["Error"]
+
+
+async def test_pods_of_schedulers_not_served_are_refused(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    other = pod("theirs", ("c1",))
+    other["spec"]["schedulerName"] = "someone-else"
+    cluster.server.load([other])
+    await eventually(lambda: "default/theirs" in daemon.cluster.pods, what="pod in cache")
+    theirs = kube_pod(cluster, "theirs")
+    for verb, body in (
+        ("filter", {"Pod": theirs, "NodeNames": ["node-1"]}),
+        ("prioritize", {"Pod": theirs, "NodeNames": ["node-1"]}),
+        ("preempt", {"Pod": theirs, "NodeNameToMetaVictims": {}}),
+        ("bind", {"PodName": "theirs", "PodNamespace": "default", "Node": "node-1"}),
+    ):
+        status, result = await post(daemon, verb, body)
+        assert status == 403, verb
+        assert "schedulerName 'someone-else'" in result["Error"]
+    assert cluster.node_of("theirs") is None
+    volume = cluster.server.get("PersistentVolume", "pv-1")
+    assert volume is not None and not volume["spec"].get("claimRef")
