@@ -114,6 +114,20 @@ def health_app(
     return app
 
 
+class OneLineLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """aiohttp's connection-level logger, one line per malformed request: the protocol
+    layer logs a full traceback for every bad request line or header, which lets a
+    flood of junk flood the log."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        problem = kwargs.pop("exc_info", None)
+        kwargs.pop("stack_info", None)
+        if isinstance(problem, BaseException):
+            first = (str(problem).splitlines() or [""])[0][:200]
+            msg = f"{msg}: {type(problem).__name__}: {first}"
+        return msg, kwargs
+
+
 class _Refused(asyncio.Protocol):
     """Answers a connection beyond the limit by closing it at once (its descriptor is
     freed immediately, so probes keep getting through)."""
@@ -189,6 +203,7 @@ async def serve(
         access_log=None,
         shutdown_timeout=5.0,
         keepalive_timeout=idle_timeout_seconds,
+        logger=OneLineLogger(logging.getLogger("volsched.http.protocol"), {}),
     )
     await runner.setup()
     site = BoundedSite(

@@ -229,11 +229,11 @@ def parse_policy(data: Any, source: str) -> PolicySpec:
         weight = entry.get("weight")
         if isinstance(weight, bool) or not isinstance(weight, int):
             raise _fail(source, f"{where}.weight", "must be a positive integer")
-        if not 0 < weight <= MAX_PRIORITY_WEIGHT:
+        if weight <= 0:
+            raise _fail(source, f"{where}.weight", f"must be a positive integer, not {weight}")
+        if weight > MAX_PRIORITY_WEIGHT:
             raise _fail(
-                source,
-                f"{where}.weight",
-                f"must be a positive integer up to {MAX_PRIORITY_WEIGHT}, not {weight}",
+                source, f"{where}.weight", f"must be at most {MAX_PRIORITY_WEIGHT}, not {weight}"
             )
         kind, argument = _entry_kind(
             entry, PRIORITIES, PRIORITY_ALIASES, PRIORITY_ARGUMENTS, source, where, "priority"
