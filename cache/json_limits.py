@@ -40,13 +40,21 @@ def nesting_depth(raw: bytes) -> int:
 
 def loads_bounded(raw: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
     """``json.loads`` with a nesting limit and a number-length limit."""
-    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if isinstance(raw, str):
+        text, data = raw, raw.encode("utf-8", "surrogatepass")
+    else:
+        # JSON is UTF-8 (RFC 8259); the decoder's guess at UTF-16/32 fails with a
+        # UnicodeDecodeError on hostile bytes.
+        try:
+            text, data = raw.decode("utf-8"), raw
+        except UnicodeDecodeError as exc:
+            raise JsonLimitError(f"not UTF-8 text (byte {exc.start})") from None
     if nesting_depth(data) > max_depth:
         raise JsonLimitError(f"nested deeper than {max_depth} levels")
     if _NUMBER.search(_STRING.sub(b'""', data)):
         raise JsonLimitError(f"a number longer than {MAX_NUMBER_CHARS} characters")
     try:
-        return json.loads(data)
+        return json.loads(text)
     except RecursionError:
         raise JsonLimitError(f"nested deeper than {max_depth} levels") from None
 

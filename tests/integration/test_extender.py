@@ -173,7 +173,8 @@ async def test_bind_outlasting_the_call_deadline_still_completes(
         (None, b"{" + b" " * (17 * 1024 * 1024) + b"}", "too large"),
         (None, b'{"Pod": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper than"),
         (None, b'{"Pod": {}, "NodeNames": [], "x": 1' + b"0" * 5000 + b"}", "a number longer"),
-        (None, b'{"Pod": "\xff\xfe"}', "request body is not JSON"),
+        (None, b'{"Pod": "\xff\xfe"}', "not UTF-8 text"),
+        (None, b"0\x000\x80", "not UTF-8 text"),
     ],
 )
 async def test_bad_requests_get_400_with_one_line(
