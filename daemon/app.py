@@ -31,7 +31,8 @@ from opentelemetry.trace import Tracer
 
 from volsched.cache.assumed import AssumeError
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, ObjectError
+from volsched.cache.errors import ApiError, NotFound, ObjectError
+from volsched.cache.objects.core import Pod
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import OpenResult, Store, StoreStats
 from volsched.daemon.binding import Binder, BindingSettings
@@ -153,6 +154,7 @@ class Daemon:
                 scheduler_names=frozenset(settings.extender_scheduler_names),
             ),
             leading=lambda: self.loop.gate.is_set(),
+            refresh_claims=self._refresh_claims,
         )
         self.elector = LeaderElector(client, settings.leader_election)
         self.metrics.on_scrape(lambda: self.metrics.leader.set(1 if self.elector.is_leader else 0))
@@ -315,6 +317,22 @@ class Daemon:
         self.ready.set()
         if not self.settings.leader_election.enabled:
             await self.leading.wait()
+
+    async def _refresh_claims(self, pod: Pod) -> str | None:
+        """Read the pod's claims (and their volumes) from the API server into the cache."""
+        for claim in pod.claim_names():
+            try:
+                raw = await self.client.get("PersistentVolumeClaim", claim, pod.meta.namespace)
+                self.ingest.upsert("PersistentVolumeClaim", raw, persist=False)
+                volume = (raw.get("spec") or {}).get("volumeName")
+                if volume:
+                    pv = await self.client.get("PersistentVolume", volume)
+                    self.ingest.upsert("PersistentVolume", pv, persist=False)
+            except NotFound:
+                continue
+            except ApiError as exc:
+                return f"cannot read claim {pod.meta.namespace}/{claim}: {exc}"
+        return None
 
     @property
     def leading(self) -> asyncio.Event:

@@ -77,7 +77,9 @@ class Extender:
         pods: Callable[[str], Pod | None],
         settings: ExtenderSettings,
         leading: Callable[[], bool] = lambda: True,
+        refresh_claims: Callable[[Pod], Awaitable[str | None]] | None = None,
     ) -> None:
+        self.refresh_claims = refresh_claims
         self.scheduler = scheduler
         self.bind = bind
         self.pods = pods
@@ -221,6 +223,13 @@ class Extender:
             return {"Error": f"pod {namespace}/{name} is already assigned to node {pod.node_name}"}
         if pod.meta.key in self.scheduler.cluster.assumed_pods:
             return {"Error": f"pod {namespace}/{name} is already being bound"}
+        if self.refresh_claims is not None:
+            # kube-scheduler's own VolumeBinding may have prebound the claims moments
+            # ago (its PreBind runs before the extender's bind): read them fresh so a
+            # claim it bound is seen bound and volsched does not pick volumes again.
+            problem = await self.refresh_claims(pod)
+            if problem is not None:
+                return {"Error": problem}
         decision = self.scheduler.find_node(pod, only={node})
         if node not in decision.scores:
             reasons = "; ".join(decision.filtered.get(node, [])) or decision.message or "infeasible"
