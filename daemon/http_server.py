@@ -164,11 +164,20 @@ class BoundedSite(BaseSite):
     def _protocol(self) -> asyncio.BaseProtocol:
         server = self._runner.server
         assert server is not None
-        if len(server.connections) >= self._max:
-            self._refused += 1
-            if self._refused in (1, 10, 100) or self._refused % 1000 == 0:
-                log.warning("connection limit %d reached: refused %d", self._max, self._refused)
-            return _Refused()
+        connections = server.connections
+        if len(connections) >= self._max:
+            # Make room by closing the oldest connection that is not serving a request
+            # (idle, or still trickling its headers): a flood of idle sockets must not
+            # keep the kubelet's next /livez probe out.
+            idle = next(
+                (c for c in connections if not getattr(c, "_request_in_progress", False)), None
+            )
+            if idle is None:
+                self._refused += 1
+                if self._refused in (1, 10, 100) or self._refused % 1000 == 0:
+                    log.warning("connection limit %d reached: refused %d", self._max, self._refused)
+                return _Refused()
+            idle.force_close()
         return server()
 
     async def start(self) -> None:

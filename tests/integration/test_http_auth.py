@@ -168,3 +168,20 @@ async def test_authentication_off_is_refused_off_loopback(cluster: Cluster) -> N
     settings = cluster.settings(http=HttpSettings("0.0.0.0:0", AuthSettings(enabled=False)))
     with pytest.raises(ConfigError, match="loopback"):
         await cluster.start_daemon(replace(settings), lead=False)
+
+
+async def test_a_flood_of_idle_connections_does_not_keep_probes_out(cluster: Cluster) -> None:
+    http = HttpSettings("127.0.0.1:0", AuthSettings(enabled=False), max_connections=8)
+    daemon = await cluster.start_daemon(cluster.settings(http=http))
+    flood = [await asyncio.open_connection("127.0.0.1", daemon.http_port) for _ in range(40)]
+    try:
+        for _, writer in flood[:20]:
+            writer.write(b"GET /livez HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+            await writer.drain()
+        url = f"http://127.0.0.1:{daemon.http_port}/livez"
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            assert response.status == 200
+        assert len(daemon._runner.server.connections) <= 8  # type: ignore[union-attr]
+    finally:
+        for _, writer in flood:
+            writer.close()
