@@ -351,7 +351,9 @@ class Daemon:
                 if self.process.returncode is not None:
                     raise RuntimeError(f"volsched exited early; see {self.log_path}")
                 with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                    async with session.get(f"http://127.0.0.1:{self.port}/readyz") as response:
+                    # Its own self-signed HTTPS pair: a local probe needs no trust.
+                    url = f"https://127.0.0.1:{self.port}/readyz"
+                    async with session.get(url, ssl=False) as response:
                         if response.status == 200:
                             return time.monotonic() - started
                 await asyncio.sleep(0.05)

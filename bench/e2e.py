@@ -399,7 +399,10 @@ def write_daemon_config(
         yaml.safe_dump(
             {
                 "database": {"path": str(database)},
-                "http": {"address": f"127.0.0.1:{port}"},
+                "http": {
+                    "address": f"127.0.0.1:{port}",
+                    "authentication": {"enabled": False},
+                },
                 "parallelism": parallelism,
                 "bindTimeoutSeconds": 120,
             }
@@ -514,7 +517,7 @@ class InProcessDaemon:
 
     async def start(self) -> float:
         from volsched.daemon.app import DaemonOptions, open_daemon
-        from volsched.daemon.config import DatabaseSettings, HttpSettings, Settings
+        from volsched.daemon.config import AuthSettings, DatabaseSettings, HttpSettings, Settings
         from volsched.daemon.kube_client import KubeClient
         from volsched.daemon.watching import WatchSettings
 
@@ -522,7 +525,7 @@ class InProcessDaemon:
         kubeconfig = write_kubeconfig(self.workdir / "kubeconfig", self.url)
         settings = Settings(
             database=DatabaseSettings(str(self.database)),
-            http=HttpSettings("127.0.0.1:0"),
+            http=HttpSettings("127.0.0.1:0", AuthSettings(enabled=False)),
             parallelism=self.parallelism,
             bind_timeout_seconds=120,
         )

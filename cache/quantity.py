@@ -38,6 +38,10 @@ _PATTERN = re.compile(
 )
 
 
+# A real quantity is a few characters; thousands of digits only cost time to parse.
+MAX_QUANTITY_CHARS = 64
+
+
 class QuantityError(ValueError):
     """The text is not a Kubernetes quantity."""
 
@@ -55,6 +59,8 @@ def parse_quantity(value: object) -> Fraction:
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
     text = value.strip()
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise QuantityError(f"quantity longer than {MAX_QUANTITY_CHARS} characters")
     match = _PATTERN.match(text)
     if match is None:
         raise QuantityError(f"{value!r} is not a quantity")

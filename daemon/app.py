@@ -33,13 +33,15 @@ from opentelemetry.trace import Tracer
 
 from volsched.cache.assumed import AssumeError
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, ConfigError, CorruptStore, ObjectError
+from volsched.cache.errors import ApiError, ConfigError, CorruptStore, NotFound, ObjectError
+from volsched.cache.objects.core import Pod
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import OpenResult, Store, StoreStats
 from volsched.daemon.binding import Binder, BindingSettings
 from volsched.daemon.config import Settings
 from volsched.daemon.extender import Extender, ExtenderSettings, extender_routes
-from volsched.daemon.http_server import Check, HealthChecks, bound_port, health_app, serve
+from volsched.daemon.http_server import Check, HealthChecks, bound_port
+from volsched.daemon.http_setup import serve_daemon_http
 from volsched.daemon.ingest import Ingest
 from volsched.daemon.kube_client import KubeClient
 from volsched.daemon.leader import LeaderElector
@@ -157,8 +159,10 @@ class Daemon:
             ExtenderSettings(
                 path_prefix=settings.extender_path_prefix,
                 locality_points=settings.extender_locality_points,
+                scheduler_names=frozenset(settings.extender_scheduler_names),
             ),
             leading=lambda: self.loop.gate.is_set(),
+            refresh_claims=self._refresh_claims,
         )
         self.elector = LeaderElector(client, settings.leader_election)
         self.metrics.on_scrape(lambda: self.metrics.leader.set(1 if self.elector.is_leader else 0))
@@ -385,8 +389,9 @@ class Daemon:
         for watcher in self.watchers:
             self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {watcher.kind}"))
         if serve_http:
-            app = health_app(self.health(), extender_routes(self.extender))
-            self._runner = await serve(app, self.settings.http.address)
+            self._runner = await serve_daemon_http(
+                self.settings.http, self.client, self.health(), extender_routes(self.extender)
+            )
         # Warm or cold, nothing is decided before every kind has caught up with the API
         # server: a stored cache is a head start, never a source of decisions.
         await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
@@ -407,6 +412,22 @@ class Daemon:
         self.ready.set()
         if not self.settings.leader_election.enabled:
             await self.leading.wait()
+
+    async def _refresh_claims(self, pod: Pod) -> str | None:
+        """Read the pod's claims (and their volumes) from the API server into the cache."""
+        for claim in pod.claim_names():
+            try:
+                raw = await self.client.get("PersistentVolumeClaim", claim, pod.meta.namespace)
+                self.ingest.upsert("PersistentVolumeClaim", raw, persist=False)
+                volume = (raw.get("spec") or {}).get("volumeName")
+                if volume:
+                    pv = await self.client.get("PersistentVolume", volume)
+                    self.ingest.upsert("PersistentVolume", pv, persist=False)
+            except NotFound:
+                continue
+            except ApiError as exc:
+                return f"cannot read claim {pod.meta.namespace}/{claim}: {exc}"
+        return None
 
     @property
     def leading(self) -> asyncio.Event:

@@ -10,6 +10,7 @@ tree. A value given in both documents is a mistake, not a silent override.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from typing import Any
 import yaml
 
 from volsched.cache.errors import ConfigError
+from volsched.cache.json_limits import JsonLimitError, check_depth
 from volsched.daemon.leader import LeaderElectionSettings
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
 from volsched.scheduling.scheduler_config import (
@@ -43,8 +45,27 @@ class DatabaseSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class AuthSettings:
+    """Who may call the extender verbs and ``/metrics`` (health stays anonymous).
+
+    On by default, as in kube-scheduler: HTTPS, bearer tokens checked with TokenReview,
+    client certificates checked against ``client_ca_file``, every caller authorised with
+    a SubjectAccessReview on the path and verb.  Off only for a loopback address.
+    """
+
+    enabled: bool = True
+    cert_file: str | None = None
+    key_file: str | None = None
+    client_ca_file: str | None = None
+    cache_ttl_seconds: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
 class HttpSettings:
     address: str = DEFAULT_HTTP_ADDRESS
+    authentication: AuthSettings = field(default_factory=AuthSettings)
+    max_connections: int = 256
+    idle_timeout_seconds: float = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +106,9 @@ class Settings:
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     # From a KubeSchedulerConfiguration; empty: one default profile named scheduler_name.
     profiles: tuple[ProfileSpec, ...] = ()
+    # Pods whose spec.schedulerName is one of these may be filtered and bound through the
+    # extender verbs (the profiles of the kube-scheduler that calls volsched).
+    extender_scheduler_names: tuple[str, ...] = ("default-scheduler",)
     source: str = "(defaults)"
 
 
@@ -176,7 +200,41 @@ def settings_from_data(
         else DEFAULT_DATABASE_PATH
     )
     database = read.section("database", {"path"})
-    http = read.section("http", {"address"})
+    http = read.section(
+        "http", {"address", "authentication", "maxConnections", "idleTimeoutSeconds"}
+    )
+    address = http.string("address", DEFAULT_HTTP_ADDRESS) or DEFAULT_HTTP_ADDRESS
+    host = address_problem(address)
+    if host is not None:
+        raise http.fail("address", host)
+    auth = http.section(
+        "authentication",
+        {"enabled", "certFile", "keyFile", "clientCAFile", "cacheTTLSeconds"},
+    )
+    auth_enabled = auth.data.get("enabled", True)
+    if not isinstance(auth_enabled, bool):
+        raise auth.fail("enabled", "must be true or false")
+    if not auth_enabled and not is_loopback(address):
+        raise auth.fail(
+            "enabled",
+            f"may be false only when http.address is a loopback address, not {address}",
+        )
+    cert_file = auth.string("certFile", None)
+    key_file = auth.string("keyFile", None)
+    if (cert_file is None) != (key_file is None):
+        raise auth.fail("certFile" if cert_file is None else "keyFile", "give both or neither")
+    http_settings = HttpSettings(
+        address=address,
+        authentication=AuthSettings(
+            enabled=auth_enabled,
+            cert_file=cert_file,
+            key_file=key_file,
+            client_ca_file=auth.string("clientCAFile", None),
+            cache_ttl_seconds=auth.number("cacheTTLSeconds", 10.0, 0, 3600),
+        ),
+        max_connections=http.integer("maxConnections", 256, 1, 65536),
+        idle_timeout_seconds=http.number("idleTimeoutSeconds", 30.0, 0.1, 3600),
+    )
     backoff = read.section("backoff", {"initialSeconds", "maxSeconds"})
     initial = backoff.number("initialSeconds", 1.0, 0.001, 3600)
     maximum = backoff.number("maxSeconds", 10.0, 0.001, 3600)
@@ -189,7 +247,10 @@ def settings_from_data(
         or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         or None
     )
-    extender = read.section("extender", {"pathPrefix", "localityPoints"})
+    extender = read.section("extender", {"pathPrefix", "localityPoints", "schedulerNames"})
+    served = extender.data.get("schedulerNames", ["default-scheduler"])
+    if not isinstance(served, list) or not all(isinstance(n, str) and n for n in served):
+        raise extender.fail("schedulerNames", "must be a list of scheduler names")
     prefix = extender.string("pathPrefix", "/scheduler") or "/scheduler"
     if not prefix.startswith("/"):
         raise extender.fail("pathPrefix", "must start with /")
@@ -241,7 +302,7 @@ def settings_from_data(
         scheduler_name=read.string("schedulerName", "volsched") or "volsched",
         kubeconfig=read.string("kubeconfig", None) or env.get("KUBECONFIG") or None,
         database=DatabaseSettings(database.string("path", default_db) or default_db),
-        http=HttpSettings(http.string("address", DEFAULT_HTTP_ADDRESS) or DEFAULT_HTTP_ADDRESS),
+        http=http_settings,
         policy_file=read.string("policyFile", None),
         bind_timeout_seconds=read.number("bindTimeoutSeconds", 600.0, 1, 86400),
         backoff=BackoffSettings(initial, maximum),
@@ -253,6 +314,7 @@ def settings_from_data(
         extender_path_prefix=prefix,
         extender_locality_points=locality_points,
         webhook=webhook,
+        extender_scheduler_names=tuple(served),
         source=source,
     )
 
@@ -414,11 +476,46 @@ def apply_overrides(
 
 def _documents(text: str, path: str) -> list[Any]:
     try:
-        return [document for document in yaml.safe_load_all(text) if document is not None]
+        documents = [document for document in yaml.safe_load_all(text) if document is not None]
+        for document in documents:
+            check_depth(document, "the config file")
+        return documents
+    except JsonLimitError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise ConfigError(f"{path}: not valid YAML{where}") from None
+
+
+def address_problem(address: str) -> str | None:
+    """Why ``host:port`` cannot be listened on (None when it looks right).
+
+    Only the form is checked here; a host that does not resolve or a port in use is
+    reported when the daemon binds.
+    """
+    host, colon, port = address.rpartition(":")
+    if not colon:
+        return f"must be HOST:PORT, not {address!r}"
+    if not port.isdigit():
+        return f"port must be a number, not {port!r}"
+    if not 0 <= int(port) <= 65535:
+        return f"port must be between 0 and 65535, not {port}"
+    if host.startswith("[") != host.endswith("]"):
+        return f"unbalanced brackets in {address!r}"
+    return None
+
+
+def is_loopback(address: str) -> bool:
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def load_settings(path: str | None, environ: Mapping[str, str] | None = None) -> Settings:
@@ -430,6 +527,8 @@ def load_settings(path: str | None, environ: Mapping[str, str] | None = None) ->
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     documents = _documents(text, str(path))
     schedulers = [d for d in documents if is_scheduler_configuration(d)]
     own = [d for d in documents if not is_scheduler_configuration(d)]

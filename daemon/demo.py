@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from volsched.daemon.app import Daemon, DaemonOptions, open_daemon
-from volsched.daemon.config import DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.config import AuthSettings, DatabaseSettings, HttpSettings, Settings
 from volsched.daemon.demo_cluster import arrivals, cluster_objects
 from volsched.daemon.kube_client import KubeClient
 from volsched.daemon.leader import LeaderElectionSettings
@@ -97,7 +97,7 @@ async def run_demo(out: TextIO = sys.stdout, time_limit: float = TIME_LIMIT_SECO
         kubeconfig = write_kubeconfig(Path(workdir) / "kubeconfig", url)
         settings = Settings(
             database=DatabaseSettings(str(Path(workdir) / "volsched.db")),
-            http=HttpSettings("127.0.0.1:0"),
+            http=HttpSettings("127.0.0.1:0", AuthSettings(enabled=False)),
             bind_timeout_seconds=60,
             # One replica: no need to wait for a lease.
             leader_election=LeaderElectionSettings(enabled=False),

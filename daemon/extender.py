@@ -15,7 +15,6 @@ malformed or oversized body gets 400 with a one-line JSON ``Error``, never a 500
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from volsched.cache.errors import ObjectError
+from volsched.cache.json_limits import JsonLimitError, loads_bounded
 from volsched.cache.objects.core import Pod, parse_pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.runner import Decision, Scheduler
@@ -43,12 +43,19 @@ class BadRequest(Exception):
     """The request body is not what kube-scheduler sends."""
 
 
+class Forbidden(Exception):
+    """The pod belongs to a scheduler volsched does not serve."""
+
+
 @dataclass(frozen=True, slots=True)
 class ExtenderSettings:
     path_prefix: str = "/scheduler"
     locality_points: bool = False  # answer Ondat's raw 15/10/5/1 points in prioritize
     deadline_seconds: float = 4.0
     max_body_bytes: int = 16 * 1024 * 1024
+    body_timeout_seconds: float = 10.0
+    # Pods whose spec.schedulerName is one of these; any other pod is refused (403).
+    scheduler_names: frozenset[str] = frozenset({"default-scheduler"})
 
 
 def field(body: Mapping[str, Any], name: str) -> Any:
@@ -70,7 +77,9 @@ class Extender:
         pods: Callable[[str], Pod | None],
         settings: ExtenderSettings,
         leading: Callable[[], bool] = lambda: True,
+        refresh_claims: Callable[[Pod], Awaitable[str | None]] | None = None,
     ) -> None:
+        self.refresh_claims = refresh_claims
         self.scheduler = scheduler
         self.bind = bind
         self.pods = pods
@@ -85,9 +94,19 @@ class Extender:
         if not isinstance(raw, Mapping):
             raise BadRequest("Pod is required")
         try:
-            return parse_pod(raw)
+            pod = parse_pod(raw)
         except ObjectError as exc:
             raise BadRequest(str(exc)) from None
+        self._check_served(pod)
+        return pod
+
+    def _check_served(self, pod: Pod) -> None:
+        served = self.settings.scheduler_names
+        if pod.scheduler_name not in served:
+            raise Forbidden(
+                f"pod {pod.meta.key} has schedulerName {pod.scheduler_name!r}; this extender "
+                f"serves only {', '.join(sorted(served))}"
+            )
 
     @staticmethod
     def _nodes(body: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]] | None]:
@@ -195,6 +214,7 @@ class Extender:
         pod = self.pods(f"{namespace}/{name}")
         if pod is None:
             return {"Error": f"pod {namespace}/{name} is not in volsched's cache"}
+        self._check_served(pod)
         if uid and pod.meta.uid and uid != pod.meta.uid:
             return {"Error": f"pod {namespace}/{name} has uid {pod.meta.uid}, not {uid}"}
         if pod.node_name:
@@ -203,6 +223,13 @@ class Extender:
             return {"Error": f"pod {namespace}/{name} is already assigned to node {pod.node_name}"}
         if pod.meta.key in self.scheduler.cluster.assumed_pods:
             return {"Error": f"pod {namespace}/{name} is already being bound"}
+        if self.refresh_claims is not None:
+            # kube-scheduler's own VolumeBinding may have prebound the claims moments
+            # ago (its PreBind runs before the extender's bind): read them fresh so a
+            # claim it bound is seen bound and volsched does not pick volumes again.
+            problem = await self.refresh_claims(pod)
+            if problem is not None:
+                return {"Error": problem}
         decision = self.scheduler.find_node(pod, only={node})
         if node not in decision.scores:
             reasons = "; ".join(decision.filtered.get(node, [])) or decision.message or "infeasible"
@@ -261,11 +288,22 @@ def extender_routes(extender: Extender) -> list[web.RouteDef]:
     ) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handle(request: web.Request) -> web.Response:
             try:
-                raw = await request.read()
+                try:
+                    raw = await asyncio.wait_for(request.read(), settings.body_timeout_seconds)
+                except TimeoutError:
+                    return web.json_response(
+                        {
+                            "Error": f"request body not received within "
+                            f"{settings.body_timeout_seconds:g}s"
+                        },
+                        status=408,
+                    )
                 if len(raw) > settings.max_body_bytes:
                     raise BadRequest(f"request body larger than {settings.max_body_bytes} bytes")
                 try:
-                    body = json.loads(raw)
+                    body = loads_bounded(raw)
+                except JsonLimitError as exc:
+                    raise BadRequest(f"request body rejected: {exc}") from None
                 except (ValueError, UnicodeDecodeError) as exc:
                     raise BadRequest(f"request body is not JSON: {exc}") from None
                 if not isinstance(body, dict):
@@ -279,6 +317,8 @@ def extender_routes(extender: Extender) -> list[web.RouteDef]:
                 return web.json_response(result)
             except BadRequest as exc:
                 return web.json_response({"Error": str(exc).splitlines()[0]}, status=400)
+            except Forbidden as exc:
+                return web.json_response({"Error": str(exc)}, status=403)
             except web.HTTPRequestEntityTooLarge:
                 return web.json_response({"Error": "request body too large"}, status=400)
             except TimeoutError:

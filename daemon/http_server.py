@@ -9,11 +9,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import logging
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
+from aiohttp.web_runner import BaseSite
 from prometheus_client import CONTENT_TYPE_LATEST
+
+from volsched.cache.errors import ConfigError
+
+log = logging.getLogger("volsched.http")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass(slots=True)
@@ -68,12 +80,30 @@ async def _metrics(request: web.Request) -> web.Response:
     return response
 
 
+@web.middleware
+async def _one_line_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Whatever goes wrong in a handler is one log line and a JSON 500, not a traceback
+    per request: a flood of bad requests must not flood the log."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except (asyncio.CancelledError, ConnectionResetError):
+        raise
+    except Exception as exc:
+        log.error("%s %s failed: %s: %s", request.method, request.path, type(exc).__name__, exc)
+        return web.json_response({"Error": "internal error"}, status=500)
+
+
 def health_app(
     checks: HealthChecks,
     routes: list[web.RouteDef] | None = None,
     client_max_size: int = 16 * 1024 * 1024,
+    middlewares: Sequence[Any] = (),
 ) -> web.Application:
-    app = web.Application(client_max_size=client_max_size)
+    app = web.Application(
+        client_max_size=client_max_size, middlewares=[_one_line_errors, *middlewares]
+    )
     app[HEALTH] = checks
     app.router.add_get("/healthz", _live)
     app.router.add_get("/livez", _live)
@@ -84,13 +114,116 @@ def health_app(
     return app
 
 
-async def serve(app: web.Application, address: str) -> web.AppRunner:
-    """Start serving on ``host:port``; the caller owns the runner (and its cleanup)."""
+class OneLineLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """aiohttp's connection-level logger, one line per malformed request: the protocol
+    layer logs a full traceback for every bad request line or header, which lets a
+    flood of junk flood the log."""
+
+    def process(self, msg: Any, kwargs: Any) -> tuple[Any, Any]:
+        problem = kwargs.pop("exc_info", None)
+        kwargs.pop("stack_info", None)
+        if isinstance(problem, BaseException):
+            first = (str(problem).splitlines() or [""])[0][:200]
+            msg = f"{msg}: {type(problem).__name__}: {first}"
+        return msg, kwargs
+
+
+class _Refused(asyncio.Protocol):
+    """Answers a connection beyond the limit by closing it at once (its descriptor is
+    freed immediately, so probes keep getting through)."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if isinstance(transport, asyncio.Transport):
+            transport.abort()
+        else:
+            transport.close()
+
+
+class BoundedSite(BaseSite):
+    """A TCP site that holds at most ``max_connections`` connections open."""
+
+    def __init__(
+        self,
+        runner: web.AppRunner,
+        host: str,
+        port: int,
+        max_connections: int,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        super().__init__(runner, ssl_context=ssl_context, backlog=128)
+        self._host = host
+        self._port = port
+        self._max = max_connections
+        self._refused = 0
+
+    @property
+    def name(self) -> str:
+        scheme = "https" if self._ssl_context else "http"
+        return f"{scheme}://{self._host}:{self._port}"
+
+    def _protocol(self) -> asyncio.BaseProtocol:
+        server = self._runner.server
+        assert server is not None
+        connections = server.connections
+        if len(connections) >= self._max:
+            # Make room by closing the oldest connection that is not serving a request
+            # (idle, or still trickling its headers): a flood of idle sockets must not
+            # keep the kubelet's next /livez probe out.
+            idle = next(
+                (c for c in connections if not getattr(c, "_request_in_progress", False)), None
+            )
+            if idle is None:
+                self._refused += 1
+                if self._refused in (1, 10, 100) or self._refused % 1000 == 0:
+                    log.warning("connection limit %d reached: refused %d", self._max, self._refused)
+                return _Refused()
+            idle.force_close()
+        return server()
+
+    async def start(self) -> None:
+        await super().start()
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._protocol,
+            self._host,
+            self._port,
+            ssl=self._ssl_context,
+            backlog=self._backlog,
+            reuse_address=True,
+        )
+
+
+async def serve(
+    app: web.Application,
+    address: str,
+    ssl_context: ssl.SSLContext | None = None,
+    max_connections: int = 256,
+    idle_timeout_seconds: float = 30.0,
+) -> web.AppRunner:
+    """Start serving on ``host:port``; the caller owns the runner (and its cleanup).
+
+    A host that does not resolve or a port already taken is a ``ConfigError`` naming
+    the address, so ``volsched run`` says so in one line.
+    """
     host, _, port = address.rpartition(":")
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5.0)
+    runner = web.AppRunner(
+        app,
+        handle_signals=False,
+        access_log=None,
+        shutdown_timeout=5.0,
+        keepalive_timeout=idle_timeout_seconds,
+        logger=OneLineLogger(logging.getLogger("volsched.http.protocol"), {}),
+    )
     await runner.setup()
-    site = web.TCPSite(runner, host.strip("[]") or "127.0.0.1", int(port))
-    await site.start()
+    site = BoundedSite(
+        runner, host.strip("[]") or "127.0.0.1", int(port), max_connections, ssl_context
+    )
+    try:
+        await site.start()
+    except (OSError, socket.gaierror) as exc:
+        await runner.cleanup()
+        problem = exc.strerror or str(exc)
+        raise ConfigError(f"http.address: cannot listen on {address}: {problem}") from None
     return runner
 
 

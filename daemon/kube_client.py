@@ -20,9 +20,11 @@ import builtins
 import json
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -54,6 +56,8 @@ class Resource:
 EXTRA_RESOURCES = {
     "Event": Resource("v1", "events", True),
     "Lease": Resource("coordination.k8s.io/v1", "leases", True),
+    "TokenReview": Resource("authentication.k8s.io/v1", "tokenreviews", False),
+    "SubjectAccessReview": Resource("authorization.k8s.io/v1", "subjectaccessreviews", False),
     "CustomResourceDefinition": Resource(
         "apiextensions.k8s.io/v1", "customresourcedefinitions", False
     ),
@@ -86,6 +90,32 @@ def _error(status: int, body: bytes | str) -> ApiError:
     return ApiError(status, message)
 
 
+def _check_kubeconfig(path: str) -> None:
+    """The file's shape, checked before kubernetes-asyncio reads it: its loader raises
+    TypeError or AttributeError on an empty or odd file."""
+
+    def fail(problem: str) -> ConfigError:
+        return ConfigError(f"{path}: cannot load Kubernetes credentials: {problem}")
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(exc.strerror or str(exc)) from None
+    except UnicodeDecodeError:
+        raise fail("not UTF-8 text") from None
+    try:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError):
+        raise fail("not valid YAML") from None
+    if not isinstance(data, dict):
+        raise fail("the file is empty or not a YAML mapping")
+    for key in ("clusters", "contexts", "users"):
+        if not isinstance(data.get(key) or [], list):
+            raise fail(f"{key} must be a list")
+    if not data.get("clusters"):
+        raise fail("no clusters defined")
+
+
 class KubeClient:
     """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
 
@@ -98,6 +128,8 @@ class KubeClient:
         """From a kubeconfig file, or the in-cluster service account when none is given
         and the process runs in a pod."""
         configuration = k8s_client.Configuration()
+        if kubeconfig:
+            _check_kubeconfig(kubeconfig)
         try:
             if kubeconfig:
                 await k8s_config.load_kube_config(
@@ -107,7 +139,7 @@ class KubeClient:
                 )
             else:
                 k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (ConfigException, OSError, ValueError) as exc:
+        except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
             where = kubeconfig or "in-cluster service account"
             raise ConfigError(f"{where}: cannot load Kubernetes credentials: {exc}") from None
         return cls(k8s_client.ApiClient(configuration=configuration))

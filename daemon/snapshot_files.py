@@ -18,6 +18,7 @@ import yaml
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, ObjectError
+from volsched.cache.json_limits import MAX_DEPTH, JsonLimitError, check_depth
 from volsched.cache.objects.registry import KINDS, kind_of
 from volsched.cache.objects.storage import PersistentVolumeClaim
 
@@ -31,6 +32,12 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     try:
         documents = list(yaml.safe_load_all(text))
+        for index, document in enumerate(documents):
+            check_depth(document, f"document {index + 1}")
+    except RecursionError:
+        raise ConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
+    except JsonLimitError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

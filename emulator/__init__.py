@@ -17,6 +17,7 @@ packages.
     await server.stop()
 """
 
+from volsched.emulator.access import AccessTable, User
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.errors import ApiError
 from volsched.emulator.faults import Faults, RequestRecord
@@ -24,10 +25,12 @@ from volsched.emulator.kubeconfig import write_kubeconfig
 from volsched.emulator.server import ApiServer
 
 __all__ = [
+    "AccessTable",
     "ApiError",
     "ApiServer",
     "ControllerSettings",
     "Faults",
     "RequestRecord",
+    "User",
     "write_kubeconfig",
 ]

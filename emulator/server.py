@@ -18,6 +18,7 @@ from types import TracebackType
 
 from aiohttp import web
 
+from volsched.emulator.access import AccessTable, access_routes
 from volsched.emulator.controller_manager import ControllerManager
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.errors import MODIFIED, ApiError, reason_for
@@ -55,6 +56,8 @@ class ApiServer:
         self.resources = ResourceTable()
         self.registry = Registry(self.store, self.resources)
         self.faults = Faults(self.store)
+        # Who may do what through delegated authentication/authorisation (see access).
+        self.access = AccessTable()
         self.bookmark_interval_seconds = bookmark_interval_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
         self.url = ""
@@ -73,6 +76,7 @@ class ApiServer:
             self.registry, self.faults, self.bookmark_interval_seconds, self.watch_timeout_seconds
         )
         app = web.Application(middlewares=[self._middleware], client_max_size=32 * 1024**2)
+        app.router.add_routes(access_routes(self.access))
         app.router.add_route("*", "/{tail:.*}", handlers.handle)
         runner = web.AppRunner(
             app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None

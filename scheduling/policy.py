@@ -65,6 +65,10 @@ DEFAULT_PRIORITIES = (
 STORAGE_PRIORITIES = (("VolumeLocality", 1),)
 
 
+# Scores are summed weight x 100 per node; beyond this a weight only overflows sense.
+MAX_PRIORITY_WEIGHT = 1000
+
+
 @dataclass(frozen=True, slots=True)
 class PredicateSpec:
     name: str
@@ -255,6 +259,10 @@ def parse_policy(data: Any, source: str) -> PolicySpec:
             raise _fail(source, f"{where}.weight", "must be a positive integer")
         if weight <= 0:
             raise _fail(source, f"{where}.weight", f"must be a positive integer, not {weight}")
+        if weight > MAX_PRIORITY_WEIGHT:
+            raise _fail(
+                source, f"{where}.weight", f"must be at most {MAX_PRIORITY_WEIGHT}, not {weight}"
+            )
         kind, argument = _entry_kind(
             entry, PRIORITIES, PRIORITY_ALIASES, PRIORITY_ARGUMENTS, source, where, "priority"
         )

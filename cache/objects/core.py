@@ -175,6 +175,11 @@ def _container_requests(container: Fields) -> dict[str, int]:
     resources = container.sub("resources")
     limits = resources.quantity_map("limits")
     requests = resources.quantity_map("requests")
+    for key, amounts in (("limits", limits), ("requests", requests)):
+        for name, amount in amounts.items():
+            if amount < 0:
+                # The API server's ValidateResourceQuantityValue rejects these.
+                raise resources.fail(f"{key}.{name}", "must be greater than or equal to 0")
     # The API server defaults a missing request to its limit.
     merged = {**limits, **requests}
     return {name: resource_amount(name, amount) for name, amount in merged.items()}

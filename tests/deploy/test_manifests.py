@@ -301,6 +301,9 @@ DAEMON_NEEDS_CLUSTER_WIDE: list[tuple[str, str, str]] = [
     ("", "pods/status", "patch"),
     ("", "events", "create"),
     ("events.k8s.io", "events", "create"),
+    # Delegated authentication and authorisation of callers of the extender and /metrics.
+    ("authentication.k8s.io", "tokenreviews", "create"),
+    ("authorization.k8s.io", "subjectaccessreviews", "create"),
     ("", "persistentvolumes", "update"),
     ("", "persistentvolumes", "patch"),
     ("", "persistentvolumeclaims", "update"),
@@ -375,6 +378,27 @@ def test_rbac_grants_cluster_wide(group: str, resource: str, verb: str) -> None:
 @pytest.mark.parametrize(("group", "resource", "verb", "name"), DAEMON_NEEDS_LEASE)
 def test_rbac_grants_on_the_lease(group: str, resource: str, verb: str, name: str | None) -> None:
     assert Grant(LEASE_NAMESPACE, group, resource, verb, name) in VOLSCHED_GRANTS
+
+
+def test_only_the_extender_scheduler_may_call_the_extender_verbs() -> None:
+    """Callers are authorised by SubjectAccessReview on non-resource URLs: the extender's
+    kube-scheduler (its client certificate's CN) may POST the verbs, Prometheus may GET
+    /metrics, and nobody else is granted either."""
+    granted: dict[tuple[str, str], set[str]] = {}
+    for binding in objects("ClusterRoleBinding"):
+        if binding["roleRef"]["name"].startswith("system:"):
+            continue  # the API server's own roles: no non-resource URL of volsched's
+        role = _role("ClusterRole", binding["roleRef"]["name"], None)
+        for rule in role.get("rules", []):
+            for url in rule.get("nonResourceURLs", []):
+                for verb in rule["verbs"]:
+                    for subject in binding["subjects"]:
+                        granted.setdefault((url, verb), set()).add(subject["name"])
+    verbs = [f"/scheduler/{v}" for v in ("filter", "prioritize", "bind", "preempt")]
+    for url in verbs:
+        assert granted.pop((url, "post")) == {"volsched-extender-scheduler"}
+    assert granted.pop(("/metrics", "get")) == {"prometheus-k8s"}
+    assert granted == {}
 
 
 def test_rbac_grants_nothing_else() -> None:
@@ -472,6 +496,15 @@ def test_config_is_valid_and_listens_on_all_interfaces() -> None:
     # SETTINGS, read at import, is the proof that the config is valid.
     settings = SETTINGS
     assert settings.http.address == "0.0.0.0:10351"
+    assert settings.http.authentication.enabled
+    tls = mount_path("tls")
+    auth = settings.http.authentication
+    assert {auth.cert_file, auth.key_file, auth.client_ca_file} == {
+        str(tls / "tls.crt"),
+        str(tls / "tls.key"),
+        str(tls / "client-ca.crt"),
+    }
+    assert settings.extender_scheduler_names == ("volsched-extender",)
     ports = {p["name"]: p["containerPort"] for p in volsched_container()["ports"]}
     assert ports["http"] == int(settings.http.address.rsplit(":", 1)[1])
     assert mount_path("config") == CONFIG_DIR
@@ -501,8 +534,8 @@ def test_database_is_on_the_state_volume() -> None:
 
 def test_probes() -> None:
     container = volsched_container()
-    assert container["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
-    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
+    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "http", "scheme": "HTTPS"}
 
 
 def test_pod_security() -> None:
@@ -564,18 +597,53 @@ def scheduler_configuration() -> Raw:
     return data
 
 
+CLIENT_DIR = "/etc/kubernetes/volsched-extender-client"
+
+
+def test_extender_client_certificate_is_mounted() -> None:
+    pod = one("Deployment", "volsched-extender-scheduler")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == CLIENT_DIR]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    assert volume["secret"]["secretName"] == "volsched-extender-client"
+
+
+def test_network_policy_admits_only_the_extender_scheduler_and_the_scraper() -> None:
+    (policy,) = objects("NetworkPolicy")
+    labels = volsched_pod()["metadata"]["labels"]
+    assert _selects(policy["spec"]["podSelector"]["matchLabels"], labels)
+    (rule,) = policy["spec"]["ingress"]
+    extender_labels = one("Deployment", "volsched-extender-scheduler")["spec"]["template"][
+        "metadata"
+    ]["labels"]
+    sources = rule["from"]
+    assert _selects(sources[0]["podSelector"]["matchLabels"], extender_labels)
+    assert sources[1]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "monitoring"
+    }
+    assert len(sources) == 2
+    assert rule["ports"] == [{"port": 10351, "protocol": "TCP"}]
+
+
 def test_extender_configuration() -> None:
     config = scheduler_configuration()
     assert config["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert config["kind"] == "KubeSchedulerConfiguration"
     (extender,) = config["extenders"]
     assert extender == {
-        "urlPrefix": "http://volsched.volsched-system.svc:10351/scheduler",
+        "urlPrefix": "https://volsched.volsched-system.svc:10351/scheduler",
         "filterVerb": "filter",
         "prioritizeVerb": "prioritize",
         "bindVerb": "bind",
+        "preemptVerb": "preempt",
         "weight": 1,
-        "enableHTTPS": False,
+        "enableHTTPS": True,
+        "tlsConfig": {
+            "serverName": "volsched.volsched-system.svc",
+            "caFile": f"{CLIENT_DIR}/ca.crt",
+            "certFile": f"{CLIENT_DIR}/tls.crt",
+            "keyFile": f"{CLIENT_DIR}/tls.key",
+        },
         "nodeCacheCapable": True,
         "ignorable": False,
         "httpTimeout": "5s",
@@ -585,7 +653,7 @@ def test_extender_configuration() -> None:
 
 def test_extender_url_reaches_the_service() -> None:
     (extender,) = scheduler_configuration()["extenders"]
-    match = re.fullmatch(r"http://([^.]+)\.([^.]+)\.svc:(\d+)(/.*)", extender["urlPrefix"])
+    match = re.fullmatch(r"https://([^.]+)\.([^.]+)\.svc:(\d+)(/.*)", extender["urlPrefix"])
     assert match is not None
     service = one("Service", match.group(1))
     assert service["metadata"]["namespace"] == match.group(2)

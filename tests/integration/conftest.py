@@ -16,7 +16,7 @@ import yaml
 
 from tests.emulator.support import eventually as _eventually
 from volsched.daemon.app import Daemon, DaemonOptions, open_daemon
-from volsched.daemon.config import DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.config import AuthSettings, DatabaseSettings, HttpSettings, Settings
 from volsched.daemon.kube_client import KubeClient
 from volsched.daemon.leader import LeaderElectionSettings, default_identity
 from volsched.daemon.watching import WatchSettings
@@ -67,7 +67,7 @@ class Cluster:
     def settings(self, **changes: Any) -> Settings:
         base = Settings(
             database=DatabaseSettings(str(self.db_path)),
-            http=HttpSettings("127.0.0.1:0"),
+            http=HttpSettings("127.0.0.1:0", AuthSettings(enabled=False)),
             bind_timeout_seconds=20,
             # Each daemon is its own candidate, as separate replicas are.
             leader_election=replace(SHORT_LEASE, identity=default_identity()),
@@ -136,7 +136,7 @@ class Cluster:
             yaml.safe_dump(
                 {
                     "database": {"path": str(self.db_path)},
-                    "http": {"address": "127.0.0.1:0"},
+                    "http": {"address": "127.0.0.1:0", "authentication": {"enabled": False}},
                     "bindTimeoutSeconds": 30,
                     "leaderElection": {
                         "leaseDurationSeconds": SHORT_LEASE.lease_duration_seconds,

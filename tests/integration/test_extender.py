@@ -12,6 +12,7 @@ import pytest
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
 from volsched.daemon.app import Daemon
+from volsched.daemon.kube_client import KubeClient
 from volsched.emulator import ControllerSettings
 
 Raw = dict[str, Any]
@@ -171,6 +172,10 @@ async def test_bind_outlasting_the_call_deadline_still_completes(
         ),
         ({"Pod": {"metadata": {"name": "x"}}}, None, "Nodes or NodeNames is required"),
         (None, b"{" + b" " * (17 * 1024 * 1024) + b"}", "too large"),
+        (None, b'{"Pod": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested deeper than"),
+        (None, b'{"Pod": {}, "NodeNames": [], "x": 1' + b"0" * 5000 + b"}", "a number longer"),
+        (None, b'{"Pod": "\xff\xfe"}', "not UTF-8 text"),
+        (None, b"0\x000\x80", "not UTF-8 text"),
     ],
 )
 async def test_bad_requests_get_400_with_one_line(
@@ -181,3 +186,60 @@ async def test_bad_requests_get_400_with_one_line(
     assert status == 400
     assert error in result["Error"]
     assert "\n" not in result["Error"]
+
+
+async def test_pods_of_schedulers_not_served_are_refused(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    other = pod("theirs", ("c1",))
+    other["spec"]["schedulerName"] = "someone-else"
+    cluster.server.load([other])
+    await eventually(lambda: "default/theirs" in daemon.cluster.pods, what="pod in cache")
+    theirs = kube_pod(cluster, "theirs")
+    for verb, body in (
+        ("filter", {"Pod": theirs, "NodeNames": ["node-1"]}),
+        ("prioritize", {"Pod": theirs, "NodeNames": ["node-1"]}),
+        ("preempt", {"Pod": theirs, "NodeNameToMetaVictims": {}}),
+        ("bind", {"PodName": "theirs", "PodNamespace": "default", "Node": "node-1"}),
+    ):
+        status, result = await post(daemon, verb, body)
+        assert status == 403, verb
+        assert "schedulerName 'someone-else'" in result["Error"]
+    assert cluster.node_of("theirs") is None
+    volume = cluster.server.get("PersistentVolume", "pv-1")
+    assert volume is not None and not volume["spec"].get("claimRef")
+
+
+async def test_claims_prebound_by_kube_scheduler_are_not_bound_again(cluster: Cluster) -> None:
+    """With kube-scheduler's VolumeBinding left on, its PreBind binds the claims before
+    the extender's bind is called: volsched binds the pod and leaves the volumes be."""
+    daemon = await setup(cluster)
+    cluster.server.load([local_pv("pv-2", "node-1", size="50Gi")])
+    await eventually(lambda: daemon.cluster.pvs.get("pv-2") is not None, what="pv-2 in cache")
+    claim_uid = cluster.server.get("PersistentVolumeClaim", "c1", "default")["metadata"]["uid"]
+    client = await KubeClient.connect(str(cluster.kubeconfig))
+    try:
+        ref = {"kind": "PersistentVolumeClaim", "namespace": "default", "name": "c1"}
+        await client.patch(
+            "PersistentVolume", "pv-2", {"spec": {"claimRef": {**ref, "uid": claim_uid}}}
+        )
+    finally:
+        await client.close()
+
+    def bound_by_kube_scheduler() -> bool:
+        found = cluster.server.get("PersistentVolumeClaim", "c1", "default")
+        return found is not None and found["spec"].get("volumeName") == "pv-2"
+
+    await eventually(bound_by_kube_scheduler, what="c1 bound to pv-2")
+    web = kube_pod(cluster, "web")
+    body = {
+        "PodName": "web",
+        "PodNamespace": "default",
+        "PodUID": web["metadata"]["uid"],
+        "Node": "node-1",
+    }
+    status, result = await post(daemon, "bind", body)
+    assert status == 200 and result == {"Error": ""}
+    assert cluster.node_of("web") == "node-1"
+    first = cluster.server.get("PersistentVolume", "pv-1")
+    assert first is not None and not first["spec"].get("claimRef")
+    assert bound_by_kube_scheduler()

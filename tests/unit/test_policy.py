@@ -167,6 +167,10 @@ def test_default_policy_order() -> None:
             },
             "p.json: priorities[0] (PrioritizeVolumes).argument.shape[1].utilization: must increase",
         ),
+        (
+            {"priorities": [{"name": "LeastRequestedPriority", "weight": 10**30}]},
+            "p.json: priorities[0] (LeastRequestedPriority).weight: must be at most 1000",
+        ),
     ],
 )
 def test_each_mistake_is_one_message_naming_the_entry(data: Any, message: str) -> None:

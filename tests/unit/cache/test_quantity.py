@@ -35,7 +35,7 @@ def test_parses_like_kubernetes(text: object, expected: Fraction) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "Gi", "1GB", "1 Gi", "abc", "1.2.3", True, None, [1], "1e999"]
+    "text", ["", "Gi", "1GB", "1 Gi", "abc", "1.2.3", True, None, [1], "1e999", "1" * 5000]
 )
 def test_rejects_what_kubernetes_rejects(text: object) -> None:
     with pytest.raises(QuantityError):

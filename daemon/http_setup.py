@@ -1,0 +1,45 @@
+"""The daemon's HTTP listener as configured: HTTPS with delegated authentication and
+authorisation, or plain HTTP on loopback when authentication is switched off."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from volsched.cache.errors import ConfigError
+from volsched.daemon.config import HttpSettings, is_loopback
+from volsched.daemon.http_auth import Reviewer, auth_middleware
+from volsched.daemon.http_server import HealthChecks, health_app, serve
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.tls import serving_context
+
+
+async def serve_daemon_http(
+    settings: HttpSettings,
+    client: KubeClient,
+    checks: HealthChecks,
+    routes: list[web.RouteDef],
+) -> web.AppRunner:
+    auth = settings.authentication
+    if not auth.enabled:
+        if not is_loopback(settings.address):
+            # Settings built in code skip the file checks; this one must hold anyway.
+            raise ConfigError(
+                f"http.authentication.enabled: may be false only on a loopback address, "
+                f"not {settings.address}"
+            )
+        app = health_app(checks, routes)
+        return await serve(
+            app,
+            settings.address,
+            max_connections=settings.max_connections,
+            idle_timeout_seconds=settings.idle_timeout_seconds,
+        )
+    reviewer = Reviewer(client, auth.cache_ttl_seconds)
+    app = health_app(checks, routes, middlewares=[auth_middleware(reviewer)])
+    return await serve(
+        app,
+        settings.address,
+        ssl_context=serving_context(auth, settings.address),
+        max_connections=settings.max_connections,
+        idle_timeout_seconds=settings.idle_timeout_seconds,
+    )
