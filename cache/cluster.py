@@ -20,6 +20,7 @@ from typing import Any
 from volsched.cache.assumed import AssumeCache
 from volsched.cache.node_info import NodeInfo, zone_key
 from volsched.cache.objects.core import Node, Pod
+from volsched.cache.objects.policy import PodDisruptionBudget
 from volsched.cache.objects.replicated import Replica
 from volsched.cache.objects.storage import (
     CSIDriver,
@@ -75,6 +76,7 @@ class ClusterCache:
         self.namespaces: dict[str, Namespace] = {}
         self.workload_sets: dict[tuple[str, str], WorkloadSet] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
+        self.disruption_budgets: dict[str, PodDisruptionBudget] = {}
         self.custom: dict[str, dict[str, Any]] = defaultdict(dict)
         self.replicas_by_volume: dict[str, dict[str, Replica]] = defaultdict(dict)
         self.assumed_replicas: dict[str, list[AssumedReplica]] = defaultdict(list)
@@ -119,6 +121,7 @@ class ClusterCache:
             "ReplicaSet": self.workload_sets,
             "StatefulSet": self.workload_sets,
             "PriorityClass": self.priority_classes,
+            "PodDisruptionBudget": self.disruption_budgets,
         }
         if kind in stores:
             return stores[kind]

@@ -34,6 +34,7 @@ CORE_KINDS = (
     "CSIStorageCapacity",
     "PriorityClass",
     "Namespace",
+    "PodDisruptionBudget",
     "Service",
     "ReplicaSet",
     "StatefulSet",

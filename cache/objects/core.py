@@ -125,6 +125,12 @@ class Pod(NamespacedView):
     scheduling_gates: tuple[str, ...] = ()
     # The reason of the pod's PodScheduled condition, when it has one.
     scheduled_reason: str = ""
+    # Preemption: spec.preemptionPolicy, status.nominatedNodeName, status.startTime, and
+    # the reason of a DisruptionTarget condition ("PreemptionByScheduler" once preempted).
+    preemption_policy: str = "PreemptLowerPriority"
+    nominated_node_name: str = ""
+    start_time: float | None = None
+    disruption_reason: str = ""
 
     @property
     def labels(self) -> dict[str, str]:
@@ -325,6 +331,23 @@ def _scheduled_reason(status: Fields) -> str:
     return ""
 
 
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
+def _preemption_policy(spec: Fields) -> str:
+    policy = spec.str("preemptionPolicy") or "PreemptLowerPriority"
+    if policy not in PREEMPTION_POLICIES:
+        raise spec.fail("preemptionPolicy", f"{policy!r} is not PreemptLowerPriority or Never")
+    return policy
+
+
+def _disruption_reason(status: Fields) -> str:
+    for condition in status.items("conditions"):
+        if condition.str("type") == "DisruptionTarget" and condition.str("status") == "True":
+            return condition.str("reason")
+    return ""
+
+
 def parse_pod(raw: Raw) -> Pod:
     meta = parse_meta(raw.get("metadata"), "Pod", namespaced=True)
     spec = Fields(raw.get("spec"), "Pod", meta.name, "spec")
@@ -352,4 +375,8 @@ def parse_pod(raw: Raw) -> Pod:
         spread_constraints=parse_spread_constraints(spec, labels),
         scheduling_gates=parse_scheduling_gates(spec),
         scheduled_reason=_scheduled_reason(status),
+        preemption_policy=_preemption_policy(spec),
+        nominated_node_name=status.str("nominatedNodeName"),
+        start_time=status.timestamp("startTime"),
+        disruption_reason=_disruption_reason(status),
     )

@@ -19,6 +19,7 @@ from volsched.cache.objects.longhorn import (
     parse_longhorn_setting,
     parse_longhorn_volume,
 )
+from volsched.cache.objects.policy import parse_pod_disruption_budget
 from volsched.cache.objects.replicated import API_VERSION as REPLICATED_API_VERSION
 from volsched.cache.objects.replicated import parse_replica, parse_storage_node, parse_volume
 from volsched.cache.objects.storage import (
@@ -80,6 +81,13 @@ KINDS: dict[str, KindInfo] = {
             "priorityclasses",
             False,
             parse_priority_class,
+        ),
+        KindInfo(
+            "PodDisruptionBudget",
+            "policy/v1",
+            "poddisruptionbudgets",
+            True,
+            parse_pod_disruption_budget,
         ),
         KindInfo("StorageNode", REPLICATED_API_VERSION, "storagenodes", False, parse_storage_node),
         KindInfo("Volume", REPLICATED_API_VERSION, "volumes", False, parse_volume),

@@ -286,6 +286,7 @@ WATCHED_RESOURCES = [
     ("scheduling.k8s.io", "priorityclasses"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
+    ("policy", "poddisruptionbudgets"),
     ("volsched.io", "storagenodes"),
     ("volsched.io", "volumes"),
     ("volsched.io", "replicas"),
@@ -299,6 +300,7 @@ DAEMON_NEEDS_CLUSTER_WIDE: list[tuple[str, str, str]] = [
     *((group, resource, verb) for group, resource in WATCHED_RESOURCES for verb in READ),
     ("", "pods/binding", "create"),
     ("", "pods/status", "patch"),
+    ("", "pods", "delete"),  # preemption
     ("", "events", "create"),
     ("events.k8s.io", "events", "create"),
     # Delegated authentication and authorisation of callers of the extender and /metrics.
