@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.preemption.nominated import NominatedPods
 
 
 class Profiles:
@@ -20,6 +21,15 @@ class Profiles:
     @property
     def names(self) -> frozenset[str]:
         return frozenset(self.by_name)
+
+    @property
+    def nominated(self) -> NominatedPods | None:
+        """The nominator the profiles share (kube-scheduler keeps one queue)."""
+        return self.default.nominated
+
+    def share_nominated(self, nominated: NominatedPods) -> None:
+        for scheduler in self.by_name.values():
+            scheduler.nominated = nominated
 
     def for_pod(self, pod: Pod) -> Scheduler:
         """The pod's profile; the first one for a pod naming none of them (the

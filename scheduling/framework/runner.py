@@ -24,6 +24,7 @@ from volsched.scheduling.framework.interfaces import (
 )
 from volsched.scheduling.framework.profile import Predicate, Profile
 from volsched.scheduling.framework.status import Code, Status
+from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -54,6 +55,8 @@ class Decision:
     unresolvable: bool = False
     failed_plugins: set[str] = field(default_factory=set)
     rejected_plugin: dict[str, str] = field(default_factory=dict)
+    # Rejected nodes whose failure no eviction can fix (UnschedulableAndUnresolvable).
+    unresolvable_nodes: set[str] = field(default_factory=set)
     # (extension point, start ns, end ns): what tracing shows; never read by a decision.
     phases: list[tuple[str, int, int]] = field(default_factory=list)
 
@@ -99,6 +102,9 @@ class Scheduler:
         self.rng = rng
         self.clock_ns = clock_ns
         self.next_start_node_index = 0
+        # Pods nominated to nodes by preemption (the daemon sets it; simulate completes
+        # each preemption at once and needs none).
+        self.nominated: NominatedPods | None = None
 
     def schedule(self, pod: Pod) -> Decision:
         """Decide one pod and, when a node is chosen, reserve it (assume)."""
@@ -175,6 +181,7 @@ class Scheduler:
             decision.filtered.update(zip(excluded, ([absent] for _ in excluded), strict=True))
             decision.rejected_by.update(dict.fromkeys(excluded, policy_name))
             decision.rejected_plugin.update(dict.fromkeys(excluded, plugin))
+            decision.unresolvable_nodes.update(excluded)
 
         started = clock()
         feasible = self._find_feasible(state, pod, nodes, decision, every=only is not None)
@@ -252,21 +259,36 @@ class Scheduler:
         ordered = nodes[start:] + nodes[:start] if start else nodes
         processed = 0
         evaluated = decision.evaluated
+        nominated = self.nominated
         for info in ordered:
             processed += 1
             evaluated.append(info.name)
-            for check, predicate in checks:
-                status = check(state, pod, info)
-                if status is None:
-                    continue
-                if status.code is Code.ERROR:
-                    text = f'running "{predicate.plugin.name}" filter plugin: {status.message}'
-                    decision.error = text
-                    decision.message = text
-                    return []
-                self._reject(decision, info.name, predicate, status)
-                break
-            else:
+            # Upstream's nominator: the node must fit with the pods nominated there that
+            # outrank this one, and as it is (they may land elsewhere in the end).
+            targets: tuple[NodeInfo, ...] = (info,)
+            if nominated is not None and nominated.on_node(info.name):
+                crowded = with_nominated(
+                    info, pod, nominated, self.cluster.pod_priority, self.cluster.pending
+                )
+                if crowded is not None:
+                    targets = (crowded, info)
+            fits = True
+            for target in targets:
+                for check, predicate in checks:
+                    status = check(state, pod, target)
+                    if status is None:
+                        continue
+                    if status.code is Code.ERROR:
+                        text = f'running "{predicate.plugin.name}" filter plugin: {status.message}'
+                        decision.error = text
+                        decision.message = text
+                        return []
+                    self._reject(decision, info.name, predicate, status)
+                    fits = False
+                    break
+                if not fits:
+                    break
+            if fits:
                 feasible.append(info)
                 if len(feasible) >= wanted:
                     break
@@ -280,6 +302,8 @@ class Scheduler:
         decision.rejected_by[node] = predicate.policy_name
         decision.rejected_plugin[node] = predicate.plugin.name
         decision.failed_plugins.add(predicate.plugin.name)
+        if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            decision.unresolvable_nodes.add(node)
 
     def _score(
         self, state: CycleState, pod: Pod, feasible: list[NodeInfo], decision: Decision

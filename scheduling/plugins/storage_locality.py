@@ -31,7 +31,7 @@ from volsched.cache.objects.core import Pod
 from volsched.cache.objects.longhorn import CSI_DRIVER as LONGHORN_DRIVER
 from volsched.cache.objects.replicated import DATA_LOCALITY_STRICT_LOCAL, StorageNode
 from volsched.scheduling.framework.cycle_state import CycleState
-from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 from volsched.scheduling.volumes.scoring import round_half_away
 
 REPLICATED_PROVISIONER = "replicated.volsched.io"
@@ -176,7 +176,8 @@ class VolumeLocality:
             return None
         for volume in storage.volumes:
             if node.name not in volume.points_by_node:
-                return unschedulable(REASON_NO_LOCAL_REPLICA)
+                # No eviction brings a replica here: unresolvable, like volume reasons.
+                return unresolvable(REASON_NO_LOCAL_REPLICA)
         return None
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:

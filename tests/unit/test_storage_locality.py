@@ -439,6 +439,8 @@ def test_strict_locality_needs_a_replica_of_every_volume() -> None:
         "n3": [NO_LOCAL_REPLICA],
         "n4": [NO_LOCAL_REPLICA],
     }
+    # No eviction brings a replica to a node: preemption never targets these nodes.
+    assert decision.unresolvable_nodes == {"n1", "n3", "n4"}
     # 15 for vol-a's primary, 1 for vol-b's unsynced copy: 8 after rounding.
     assert result.locality("p") == {"n2": 80}
 

@@ -1,0 +1,93 @@
+"""Pods nominated to a node by an earlier preemption, as a filter run sees them.
+
+A nominated pod has not been bound yet, but the node was cleared for it; pods of lower
+priority must not take its room meanwhile. Upstream's rule: when filtering a pod on a
+node, the pods nominated there with a priority higher or equal to its own count as if
+they already ran. The node must fit with them, and — because a nominated pod may land
+elsewhere in the end — also without them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable, Mapping
+
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+
+
+class NominatedPods:
+    """Which pods are nominated to which node (the scheduler queue's nominator)."""
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, dict[str, Pod]] = {}
+        self._node_of: dict[str, str] = {}
+
+    def nominate(self, pod: Pod, node_name: str) -> None:
+        self.forget(pod.meta.key)
+        if not node_name:
+            return
+        self._by_node.setdefault(node_name, {})[pod.meta.key] = pod
+        self._node_of[pod.meta.key] = node_name
+
+    def forget(self, key: str) -> None:
+        node_name = self._node_of.pop(key, None)
+        if node_name is None:
+            return
+        pods = self._by_node.get(node_name, {})
+        pods.pop(key, None)
+        if not pods:
+            self._by_node.pop(node_name, None)
+
+    def node_of(self, key: str) -> str:
+        return self._node_of.get(key, "")
+
+    def on_node(self, node_name: str) -> Mapping[str, Pod]:
+        return self._by_node.get(node_name, {})
+
+    @classmethod
+    def from_pods(cls, pods: Iterable[Pod]) -> NominatedPods:
+        """Rebuilt from ``status.nominatedNodeName`` of unbound pods (after a restart)."""
+        nominated = cls()
+        for pod in pods:
+            if pod.nominated_node_name and not pod.node_name and not pod.terminal:
+                nominated.nominate(pod, pod.nominated_node_name)
+        return nominated
+
+
+def clone_node(info: NodeInfo, without: Iterable[str] = (), adding: Iterable[Pod] = ()) -> NodeInfo:
+    """A copy of a node's state with some pods removed and others added; the cache's own
+    node is never touched."""
+    removed = set(without)
+    copy = NodeInfo(info.node)
+    for key, pod in info.pods.items():
+        if key not in removed:
+            copy.add_pod(pod)
+    for pod in adding:
+        copy.add_pod(pod)
+    return copy
+
+
+def with_nominated(
+    info: NodeInfo,
+    pod: Pod,
+    nominated: NominatedPods | None,
+    priority_of: Callable[[Pod], int],
+    pending: Container[str] | None = None,
+) -> NodeInfo | None:
+    """The node with the nominated pods that outrank or equal ``pod``; None when there
+    are none (the node is then judged as it is). With ``pending``, only nominated pods
+    still waiting count: one bound or deleted since holds nothing."""
+    if nominated is None:
+        return None
+    own = priority_of(pod)
+    extra = [
+        other
+        for key, other in nominated.on_node(info.name).items()
+        if key != pod.meta.key
+        and key not in info.pods
+        and (pending is None or key in pending)
+        and priority_of(other) >= own
+    ]
+    if not extra:
+        return None
+    return clone_node(info, adding=extra)

@@ -1,0 +1,180 @@
+"""The PostFilter: after a cycle found no node, decide whether and whom to preempt.
+
+Upstream's DefaultPreemption, step by step: is the pod eligible; which nodes could an
+eviction help (never one rejected as UnschedulableAndUnresolvable — volumes, selectors,
+taints, cordons); the victims on each such node (a dry run with every filter); then one
+node by upstream's ordering. The messages are kube-scheduler's PostFilter texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.profile import Profile
+from volsched.scheduling.framework.runner import Decision, Scheduler, fit_error_message
+from volsched.scheduling.framework.status import Code, Status
+from volsched.scheduling.preemption.choosing import candidates_wanted, pick_one_node
+from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated
+from volsched.scheduling.preemption.victims import Victims, select_victims_on_node
+
+PREFIX = "preemption: "
+REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NOT_ELIGIBLE_POLICY = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+PREEMPTED_BY_SCHEDULER = "PreemptionByScheduler"
+
+
+@dataclass(slots=True)
+class Preemption:
+    """What the PostFilter decided for one pod.
+
+    On success ``node`` is the nominated node and ``victims`` the pods to evict, most
+    important first, and ``message`` is None; otherwise ``message`` is the PostFilter
+    text users see. ``candidates`` and ``rejected`` say, per node, what the dry run found
+    (for ``explain``). ``clear_nomination`` is set when the pod's earlier nomination no
+    longer holds (no node can be helped), as upstream clears it.
+    """
+
+    node: str | None = None
+    victims: tuple[Pod, ...] = ()
+    message: str | None = None
+    candidates: dict[str, Victims] = field(default_factory=dict)
+    rejected: dict[str, list[str]] = field(default_factory=dict)
+    clear_nomination: bool = False
+
+
+def node_fits(
+    profile: Profile,
+    state: CycleState,
+    pod: Pod,
+    info: NodeInfo,
+    nominated: NominatedPods | None = None,
+    priority_of: Callable[[Pod], int] | None = None,
+) -> Status | None:
+    """Every filter of the profile on one node state (upstream's
+    RunFilterPluginsWithNominatedPods): with the nominated pods that outrank the pod
+    first, then as the node is; None when the pod fits both ways."""
+    checks = [p.plugin for p in profile.predicates if p.plugin.name not in state.skip_filter]
+
+    def run(node: NodeInfo) -> Status | None:
+        for plugin in checks:
+            status = plugin.filter(state, pod, node)
+            if status is not None:
+                return status.with_plugin(plugin.name)
+        return None
+
+    if nominated is not None and priority_of is not None:
+        crowded = with_nominated(info, pod, nominated, priority_of)
+        if crowded is not None:
+            status = run(crowded)
+            if status is not None:
+                return status
+    return run(info)
+
+
+def eligibility_problem(cluster: ClusterCache, pod: Pod, decision: Decision) -> str | None:
+    """Upstream's PodEligibleToPreemptOthers: None when the pod may preempt."""
+    if pod.preemption_policy == "Never":
+        return NOT_ELIGIBLE_POLICY
+    nominated = pod.nominated_node_name
+    if not nominated or nominated in decision.unresolvable_nodes:
+        return None
+    info = cluster.nodes.get(nominated)
+    if info is None:
+        return None
+    own = cluster.pod_priority(pod)
+    for other in info.pods.values():
+        if (
+            cluster.pod_priority(other) < own
+            and other.meta.deletion_timestamp is not None
+            and other.disruption_reason == PREEMPTED_BY_SCHEDULER
+        ):
+            # Wait for the victims of the earlier preemption to go.
+            return NOT_ELIGIBLE_TERMINATING
+    return None
+
+
+class Preemptor:
+    """Runs the PostFilter for the decisions of one scheduler (any profile or policy)."""
+
+    def __init__(self, scheduler: Scheduler, nominated: NominatedPods | None = None) -> None:
+        self.scheduler = scheduler
+        self.nominated = nominated
+
+    @property
+    def cluster(self) -> ClusterCache:
+        return self.scheduler.cluster
+
+    def post_filter(self, decision: Decision) -> Preemption | None:
+        """None when preemption does not apply (the pod was placed, or the cycle failed
+        with an internal error); otherwise the outcome, successful or not."""
+        if decision.node is not None or decision.error is not None:
+            return None
+        pod = decision.pod
+        problem = eligibility_problem(self.cluster, pod, decision)
+        if problem is not None:
+            return Preemption(message=PREFIX + problem)
+        all_nodes = self.cluster.node_list()
+        result = Preemption()
+        potential: list[NodeInfo] = []
+        for info in all_nodes:
+            if decision.unresolvable or info.name in decision.unresolvable_nodes:
+                result.rejected[info.name] = [REASON_NOT_HELPFUL]
+            else:
+                potential.append(info)
+        if not potential:
+            result.clear_nomination = True
+            result.message = PREFIX + fit_error_message(len(all_nodes), "", result.rejected)
+            return result
+        errors = self._dry_run(decision, potential, result)
+        chosen = pick_one_node(list(result.candidates.values()), self.cluster.pod_priority)
+        if chosen is None:
+            if errors:
+                result.message = PREFIX + errors[0]
+            else:
+                result.message = PREFIX + fit_error_message(len(all_nodes), "", result.rejected)
+            return result
+        result.node = chosen.node
+        result.victims = chosen.pods
+        return result
+
+    def _dry_run(
+        self, decision: Decision, potential: list[NodeInfo], result: Preemption
+    ) -> list[str]:
+        """Victims per node until enough candidates are found; returns internal errors."""
+        pod = decision.pod
+        wanted = candidates_wanted(len(potential))
+        offset = 0 if wanted >= len(potential) else self.scheduler.rng.randrange(len(potential))
+        ordered = potential[offset:] + potential[:offset]
+        budgets = list(self.cluster.disruption_budgets.values())
+        priority_of = self.cluster.pod_priority
+        profile = self.scheduler.profile
+        state = decision.state
+        errors: list[str] = []
+        free_of_violations = 0
+
+        def fits(node: NodeInfo) -> Status | None:
+            return node_fits(profile, state, pod, node, self.nominated, priority_of)
+
+        for info in ordered:
+            victims, status = select_victims_on_node(info, pod, priority_of, budgets, fits)
+            if victims is not None:
+                result.candidates[info.name] = victims
+                free_of_violations += victims.pdb_violations == 0
+                if free_of_violations and len(result.candidates) >= wanted:
+                    break
+                continue
+            assert status is not None
+            if status.code is Code.ERROR:
+                errors.append(status.message)
+            result.rejected[info.name] = list(status.reasons)
+        # Candidates without a budget violation come first, as upstream lists them.
+        result.candidates = dict(
+            sorted(result.candidates.items(), key=lambda item: item[1].pdb_violations > 0)
+        )
+        return errors
