@@ -48,6 +48,7 @@ from volsched.daemon.leader import LeaderElector
 from volsched.daemon.loop import SchedulingLoop
 from volsched.daemon.metrics import Metrics
 from volsched.daemon.policy_file import load_policy_file
+from volsched.daemon.preempting import Preempting
 from volsched.daemon.queueing import SchedulingQueue
 from volsched.daemon.recovery import RecoveryReport, recover
 from volsched.daemon.replica_reconciler import ReplicaReconciler
@@ -151,6 +152,7 @@ class Daemon:
             self.metrics,
             self.profiles.names,
             tracer=tracer,
+            preempting=Preempting(client, self.reporter, clock),
         )
         self.extender = Extender(
             self.scheduler,

@@ -28,6 +28,8 @@ from volsched.cache.objects.core import Pod, parse_pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.plugins.storage_locality import VolumeLocality, pod_storage
+from volsched.scheduling.preemption.nominated import clone_node
+from volsched.scheduling.preemption.post_filter import node_fits
 
 log = logging.getLogger("volsched.extender")
 
@@ -272,11 +274,28 @@ class Extender:
         decision = self.scheduler.find_node(pod, only=set(candidates))
         kept = {}
         for node, entry in candidates.items():
-            plugin = decision.rejected_plugin.get(node)
-            if plugin in VOLUME_PLUGINS:
-                continue  # evicting pods cannot move this pod's data
+            if not self._eviction_can_help(decision, node, entry):
+                continue  # evicting pods cannot move this pod's data, labels or taints
             kept[node] = entry
         return {"NodeNameToMetaVictims": kept}
+
+    def _eviction_can_help(self, decision: Decision, node: str, entry: Any) -> bool:
+        """The PostFilter's rule on volumes: a node a volume plugin rejects is no
+        candidate, whether it did so at filter time or only once the proposed victims
+        are gone (a volume reason hidden behind "Insufficient cpu": evicting pods never
+        frees a PV bound to their claims)."""
+        if decision.rejected_plugin.get(node) in VOLUME_PLUGINS:
+            return False
+        info = self.scheduler.cluster.nodes.get(node)
+        if info is None or node not in decision.filtered:
+            return True
+        pods = field(entry, "Pods") if isinstance(entry, Mapping) else None
+        uids = {str(field(p, "UID") or "") for p in (pods or []) if isinstance(p, Mapping)}
+        leaving = [key for key, other in info.pods.items() if other.meta.uid in uids - {""}]
+        status = node_fits(
+            self.scheduler.profile, decision.state, decision.pod, clone_node(info, leaving)
+        )
+        return status is None or status.plugin not in VOLUME_PLUGINS
 
 
 def extender_routes(extender: Extender) -> list[web.RouteDef]:

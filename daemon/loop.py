@@ -23,12 +23,15 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
 from volsched.daemon.binding import Binder
 from volsched.daemon.metrics import Metrics
+from volsched.daemon.preempting import Preempting
 from volsched.daemon.queueing import QueuedPod, SchedulingQueue
 from volsched.daemon.reporting import Reporter
 from volsched.daemon.tracing import record_cycle
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
+from volsched.scheduling.preemption.nominated import NominatedPods
+from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
 
 log = logging.getLogger("volsched.loop")
 
@@ -45,8 +48,17 @@ class SchedulingLoop:
         scheduler_names: Collection[str],
         monotonic: Callable[[], float] = time.monotonic,
         tracer: Tracer | None = None,
+        preempting: Preempting | None = None,
     ) -> None:
         self.cluster = cluster
+        self.preempting = preempting
+        if preempting is not None and scheduler.nominated is None:
+            # One nominator for every profile, as kube-scheduler keeps one queue.
+            scheduler.share_nominated(NominatedPods())
+        self.preemptors = {
+            name: Preemptor(profile, profile.nominated)
+            for name, profile in scheduler.by_name.items()
+        }
         self.scheduler = scheduler
         self.queue = queue
         self.binder = binder
@@ -106,8 +118,18 @@ class SchedulingLoop:
             # Placed and binding (or bound, not yet confirmed): never decide it twice.
             self.queue.done(key)
             return
+        nominated = self.scheduler.nominated
+        if (
+            nominated is not None
+            and pod.nominated_node_name
+            and pod.nominated_node_name != nominated.node_of(key)
+        ):
+            # A nomination written before a restart (or by another leader) holds on.
+            nominated.nominate(pod, pod.nominated_node_name)
         started = self.monotonic()
         decision = self.scheduler.schedule(pod)
+        if nominated is not None and decision.node is not None:
+            nominated.forget(key)
         if decision.node is None:
             self._failed(decision, started)
             return
@@ -128,19 +150,44 @@ class SchedulingLoop:
     def _failed(self, decision: Decision, started: float) -> None:
         pod = decision.pod
         elapsed = self.monotonic() - started
+        preemption: Preemption | None = None
         if decision.error is not None:
             result, reason = "error", "SchedulerError"
             self.queue.requeue_error(pod)
         else:
             result, reason = "unschedulable", "Unschedulable"
-            self.queue.requeue_unschedulable(pod, decision.failed_plugins)
+            if self.preempting is not None:
+                preemption = self._preemptor_for(pod).post_filter(decision)
+            nominated = self.scheduler.nominated
+            if preemption is not None and preemption.node is not None:
+                if nominated is not None:
+                    nominated.nominate(pod, preemption.node)
+                self._spawn(self._preempt(pod, preemption))
+            else:
+                if nominated is not None and preemption is not None and preemption.clear_nomination:
+                    nominated.forget(pod.meta.key)
+                self.queue.requeue_unschedulable(pod, decision.failed_plugins)
         self.metrics.schedule_attempts.labels(result=result, profile=pod.scheduler_name).inc()
         self.metrics.attempt_duration.labels(result=result, profile=pod.scheduler_name).observe(
             elapsed
         )
         record_cycle(self.tracer, decision, result)
         message = decision.message or decision.error or "unschedulable"
+        if preemption is not None and preemption.message:
+            # kube-scheduler's FailedScheduling text: the filter message, then PostFilter's.
+            message += " " + preemption.message
         self._spawn(self.reporter.failed(pod, message, reason))
+
+    def _preemptor_for(self, pod: Pod) -> Preemptor:
+        return self.preemptors.get(pod.scheduler_name) or next(iter(self.preemptors.values()))
+
+    async def _preempt(self, pod: Pod, preemption: Preemption) -> None:
+        """Evict the victims, then send the pod round again (it finds them gone)."""
+        assert self.preempting is not None
+        try:
+            await self.preempting.carry_out(pod, preemption)
+        finally:
+            self.queue.requeue_error(pod)
 
     async def _bind(self, decision: Decision, started: float, started_flag: list[bool]) -> None:
         started_flag.append(True)

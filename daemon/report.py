@@ -22,6 +22,21 @@ def pod_json(outcome: PodOutcome) -> dict[str, Any]:
         "filtered": {name: list(reasons) for name, reasons in sorted(decision.filtered.items())},
         "scores": dict(sorted(decision.scores.items())),
         "volumes": outcome.volumes,
+        **preemption_json(outcome),
+    }
+
+
+def preemption_json(outcome: PodOutcome) -> dict[str, Any]:
+    """``nominatedNode``, ``victims`` and ``preemption`` (the PostFilter message: null when
+    preemption did not run, "" when it succeeded, as upstream's successful PostFilter
+    carries no message)."""
+    preemption = outcome.preemption
+    if preemption is None:
+        return {"nominatedNode": None, "victims": [], "preemption": None}
+    return {
+        "nominatedNode": preemption.node,
+        "victims": [victim.meta.key for victim in preemption.victims],
+        "preemption": preemption.message or "",
     }
 
 
@@ -58,9 +73,11 @@ def simulation_table(outcomes: list[PodOutcome], volumes: list[dict[str, Any]]) 
         decision = outcome.decision
         if decision.node is not None:
             score = str(decision.scores.get(decision.node, ""))
-            rows.append(
-                [decision.pod.meta.key, decision.node, score, _volume_text(outcome.volumes)]
-            )
+            text = _volume_text(outcome.volumes)
+            if outcome.preemption is not None and outcome.preemption.victims:
+                evicted = ", ".join(v.meta.key for v in outcome.preemption.victims)
+                text = f"preempts {evicted}" + (f"; {text}" if text else "")
+            rows.append([decision.pod.meta.key, decision.node, score, text])
         else:
             rows.append([decision.pod.meta.key, "<pending>", "", decision.message or ""])
     text = _table(rows) if outcomes else "No pending pods."
@@ -100,7 +117,12 @@ def explain_json(
     all_nodes: list[str],
     nodes: Mapping[str, NodeInfo] | None = None,
 ) -> dict[str, Any]:
-    decision = outcome.decision
+    """Per node, why the pod's filter cycle accepted or rejected it; for a pod that
+    preempted, the rows are those of the cycle that failed, each candidate node with the
+    victims its eviction would take."""
+    final = outcome.decision
+    decision = outcome.filter_decision or final
+    preemption = outcome.preemption
     weights = {p.policy_name: p.weight for p in profile.priorities}
     evaluated = set(decision.evaluated) | set(decision.filtered)
     rows: list[dict[str, Any]] = []
@@ -126,12 +148,19 @@ def explain_json(
             row["result"] = "feasible"
         else:
             row["result"] = "not-evaluated"
+        if preemption is not None:
+            candidate = preemption.candidates.get(name)
+            if candidate is not None:
+                row["victims"] = [victim.meta.key for victim in candidate.pods]
+            elif name in preemption.rejected:
+                row["preemption"] = preemption.rejected[name]
         rows.append(row)
     return {
-        "pod": decision.pod.meta.key,
-        "node": decision.node,
-        "message": decision.message if decision.node is None else None,
+        "pod": final.pod.meta.key,
+        "node": final.node,
+        "message": final.message if final.node is None else None,
         "volumes": outcome.volumes,
+        **preemption_json(outcome),
         "nodes": rows,
     }
 
@@ -142,6 +171,10 @@ def explain_table(report: dict[str, Any]) -> str:
         head += f"scheduled to {report['node']}"
     else:
         head += f"pending — {report['message']}"
+        if report.get("preemption"):
+            head += f" {report['preemption']}"
+    if report.get("victims"):
+        head += f" (preempting {', '.join(report['victims'])})"
     rows = [["NODE", "RESULT", "TOTAL", "PREDICATE / PRIORITIES"]]
     for row in report["nodes"]:
         result = row["result"]
@@ -149,6 +182,10 @@ def explain_table(report: dict[str, Any]) -> str:
             text = f"{row['predicate']}: " + "; ".join(row["reasons"])
             if row.get("details"):
                 text += " (" + "; ".join(row["details"]) + ")"
+            if "victims" in row:
+                text += "; preemption would evict " + (", ".join(row["victims"]) or "nothing")
+            elif row.get("preemption"):
+                text += "; preemption: " + "; ".join(row["preemption"])
             rows.append([row["node"], result, "", text])
         elif "scores" in row:
             text = " ".join(

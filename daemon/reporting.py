@@ -93,6 +93,9 @@ class Reporter:
         except ApiError as exc:
             log.info("could not record %s event for %s: %s", reason, pod.meta.key, exc)
 
+    async def preempted(self, victim: Pod, message: str) -> None:
+        await self._event(victim, "Normal", "Preempted", "Preempting", message)
+
     async def scheduled(self, pod: Pod, node: str) -> None:
         message = f"Successfully assigned {pod.meta.key} to {node}"
         await self._event(pod, "Normal", "Scheduled", "Binding", message)

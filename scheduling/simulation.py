@@ -1,5 +1,9 @@
 """Deciding every pending pod of a snapshot, in queue order, each decision assumed before
-the next: what ``volsched simulate`` and ``volsched explain`` show."""
+the next: what ``volsched simulate`` and ``volsched explain`` show.
+
+A pod that fits nowhere goes through preemption, completed at once: its victims leave
+the snapshot and the pod is decided again, its nominated node first, so the pods after
+it see the victims gone."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
 from volsched.scheduling.plugins.scheduling_gates import is_gated
 from volsched.scheduling.plugins.volume_binding import assumed_volumes
+from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
 from volsched.scheduling.queue_order import in_queue_order
 from volsched.scheduling.storage_placement import ReplicaContext, ReplicaPlan, placement_json
 
@@ -21,6 +26,10 @@ from volsched.scheduling.storage_placement import ReplicaContext, ReplicaPlan, p
 class PodOutcome:
     decision: Decision
     volumes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Set when the pod found no node: the PostFilter's outcome, and the failed cycle
+    # that led to it (``decision`` is then the cycle after the victims left).
+    preemption: Preemption | None = None
+    filter_decision: Decision | None = None
 
     @property
     def pod(self) -> Pod:
@@ -54,6 +63,34 @@ def pending_pods(cluster: ClusterCache, scheduler_name: str | None) -> list[Pod]
     return in_queue_order(cluster, pods)
 
 
+def _schedule_on(scheduler: Scheduler, pod: Pod, node_name: str) -> Decision:
+    """Decide the pod on its nominated node first, then anywhere (upstream evaluates the
+    nominated node before the others)."""
+    decision = scheduler.find_node(pod, only={node_name})
+    if decision.node is None:
+        return scheduler.schedule(pod)
+    status = scheduler.reserve(decision.state, pod, decision.node)
+    if not status.is_success:
+        decision.error = decision.message = status.message
+        decision.node = None
+        return decision
+    scheduler.cluster.assume_pod(pod, decision.node)
+    return decision
+
+
+def decide_with_preemption(scheduler: Scheduler, preemptor: Preemptor, pod: Pod) -> PodOutcome:
+    decision = scheduler.schedule(pod)
+    if decision.node is not None:
+        return PodOutcome(decision, claim_outcomes(decision))
+    preemption = preemptor.post_filter(decision)
+    if preemption is None or preemption.node is None:
+        return PodOutcome(decision, claim_outcomes(decision), preemption)
+    for victim in preemption.victims:
+        scheduler.cluster.delete("Pod", victim.meta.key)
+    again = _schedule_on(scheduler, pod, preemption.node)
+    return PodOutcome(again, claim_outcomes(again), preemption, decision)
+
+
 @dataclass(slots=True)
 class SimulationResult:
     pods: list[PodOutcome]
@@ -79,13 +116,19 @@ def simulate(
     profiles (by scheduler name), each pod is decided by its own."""
     volumes = replicas.place_volumes() if replicas is not None else []
     outcomes = []
+    preemptors: dict[int, Preemptor] = {}
     for pod in pending_pods(cluster, scheduler_name):
         if is_gated(pod):
             # PreEnqueue: never attempted, takes nothing, touches no volume.
             outcomes.append(PodOutcome(Decision(pod, message=GATED_MESSAGE)))
             continue
-        decision = scheduler_for(scheduler, pod).schedule(pod)
-        outcomes.append(PodOutcome(decision, claim_outcomes(decision)))
+        chosen = scheduler_for(scheduler, pod)
+        preemptor = preemptors.get(id(chosen))
+        if preemptor is None:
+            preemptor = preemptors[id(chosen)] = Preemptor(chosen)
+        outcome = decide_with_preemption(chosen, preemptor, pod)
+        decision = outcome.decision
+        outcomes.append(outcome)
         assumed = assumed_volumes(decision.state)
         if assumed is None:
             continue

@@ -39,7 +39,17 @@ def test_example_snapshot_decisions(capsys: pytest.CaptureFixture[str]) -> None:
         "ci/runner-1",
         "shop/kafka-1",
     ]
-    assert set(result["pods"][0]) == {"pod", "node", "message", "filtered", "scores", "volumes"}
+    assert set(result["pods"][0]) == {
+        "pod",
+        "node",
+        "message",
+        "filtered",
+        "scores",
+        "volumes",
+        "nominatedNode",
+        "victims",
+        "preemption",
+    }
     report = pods["batch/report"]
     assert report["node"] is None
     assert report["message"] == (

@@ -243,3 +243,26 @@ async def test_claims_prebound_by_kube_scheduler_are_not_bound_again(cluster: Cl
     first = cluster.server.get("PersistentVolume", "pv-1")
     assert first is not None and not first["spec"].get("claimRef")
     assert bound_by_kube_scheduler()
+
+
+async def test_preempt_drops_a_full_node_whose_volumes_rule_it_out_too(cluster: Cluster) -> None:
+    # node-2 is full, so its first rejection is "Insufficient cpu"; with the victim gone
+    # the pod's claim still has no PV there: evicting the victim would help nothing.
+    filler = pod("filler", cpu="4")
+    filler["spec"]["nodeName"] = "node-2"
+    cluster.server.load([filler])
+    daemon = await setup(cluster)
+    await eventually(lambda: "default/filler" in daemon.cluster.pods, what="filler in cache")
+    filler_uid = cluster.pod("filler")["metadata"]["uid"]
+    full = await post(daemon, "filter", {"Pod": kube_pod(cluster, "web"), "NodeNames": ["node-2"]})
+    assert full[1]["FailedNodes"] == {"node-2": "Insufficient cpu"}
+    body = {
+        "Pod": kube_pod(cluster, "web"),
+        "NodeNameToMetaVictims": {
+            "node-1": {"Pods": [], "NumPDBViolations": 0},
+            "node-2": {"Pods": [{"UID": filler_uid}], "NumPDBViolations": 0},
+        },
+    }
+    status, result = await post(daemon, "preempt", body)
+    assert status == 200
+    assert result == {"NodeNameToMetaVictims": {"node-1": {"Pods": [], "NumPDBViolations": 0}}}
