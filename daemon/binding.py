@@ -274,6 +274,7 @@ class Binder:
             self.queue.requeue_error(pod)
             return False
         await self._close(entry, intent)
+        self.scheduler.post_bind(decision)
         self.cluster.finish_binding(
             pod.meta.key, self.clock() + self.settings.assumed_pod_ttl_seconds
         )

@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError
-from volsched.cache.objects.replicated import Volume
+from volsched.cache.objects.replicated import Replica, Volume
 from volsched.daemon.ingest import Ingest
 from volsched.daemon.kube_client import KubeClient
 from volsched.scheduling.replicas import replicas_to_fill, schedule_volume
+from volsched.scheduling.replicas.results import VolumePlacement
 from volsched.scheduling.storage_placement import ReplicaContext
 
 log = logging.getLogger("volsched.replicas")
@@ -63,6 +65,7 @@ class ReplicaReconciler:
                     await self.reconcile_once()
                 except ApiError as exc:
                     log.warning("replica placement: %s", exc)
+                    seen = -1  # try again at the next interval, not after the rescan
             await asyncio.sleep(self.interval)
 
     async def reconcile_once(self) -> int:
@@ -81,36 +84,57 @@ class ReplicaReconciler:
                 if placement is not None and placement.unplaced:
                     log.info("volume %s: %s", name, placement.message)
                 continue
-            self.context.commit(placement, synced=volume.actual_size == 0, size=volume.size)
-            for index, target in enumerate(placement.placed):
-                if index < len(waiting):
-                    updated = await self.client.patch(
-                        "Replica",
-                        waiting[index].meta.name,
-                        {"spec": {"nodeID": target.node, "diskID": target.disk}},
-                    )
-                else:
-                    updated = await self.client.create(
-                        "Replica",
-                        {
-                            "apiVersion": API_VERSION,
-                            "kind": "Replica",
-                            "metadata": {"name": f"{name}-r-{secrets.token_hex(4)}"},
-                            "spec": {
-                                "volumeName": name,
-                                "nodeID": target.node,
-                                "diskID": target.disk,
-                                "primary": False,
-                            },
-                        },
-                    )
-                updated.setdefault("kind", "Replica")
-                self.ingest.upsert("Replica", updated)
-                written += 1
-            log.info(
-                "volume %s: placed %s",
-                name,
-                ", ".join(f"{p.node}/{p.disk}" for p in placement.placed),
+            assumed = self.context.commit(
+                placement, synced=volume.actual_size == 0, size=volume.size
             )
+            written_here: list[str] = []
+            try:
+                await self._write(name, placement, waiting, written_here)
+            finally:
+                if len(written_here) < len(placement.placed):
+                    # A write failed (or the pass was cancelled): the replicas not
+                    # written hand their promised space back, or the disks would look
+                    # fuller than they are until a restart.
+                    count = len(written_here)
+                    self.context.release(
+                        replace(placement, placed=placement.placed[count:]), assumed[count:]
+                    )
+            written += len(written_here)
+            log.info("volume %s: placed %s", name, ", ".join(written_here))
         self.placed += written
         return written
+
+    async def _write(
+        self,
+        name: str,
+        placement: VolumePlacement,
+        waiting: Sequence[Replica],
+        written: list[str],
+    ) -> None:
+        """Give waiting Replica objects their node and disk and create the others, in
+        order; ``written`` grows with each one the API server accepted."""
+        for index, target in enumerate(placement.placed):
+            if index < len(waiting):
+                updated = await self.client.patch(
+                    "Replica",
+                    waiting[index].meta.name,
+                    {"spec": {"nodeID": target.node, "diskID": target.disk}},
+                )
+            else:
+                updated = await self.client.create(
+                    "Replica",
+                    {
+                        "apiVersion": API_VERSION,
+                        "kind": "Replica",
+                        "metadata": {"name": f"{name}-r-{secrets.token_hex(4)}"},
+                        "spec": {
+                            "volumeName": name,
+                            "nodeID": target.node,
+                            "diskID": target.disk,
+                            "primary": False,
+                        },
+                    },
+                )
+            updated.setdefault("kind", "Replica")
+            self.ingest.upsert("Replica", updated)
+            written.append(f"{target.node}/{target.disk}")

@@ -104,3 +104,7 @@ class LonghornProvisioner:
             return
         del self._held[plan.placement.volume]
         self.context.release(plan.placement, held[1])
+
+    def done(self, plan: object) -> None:
+        """Bound: the hold stays until Longhorn's own Volume appears (it is what keeps
+        the next pod from counting the same disks free), and is dropped then."""

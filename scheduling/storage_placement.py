@@ -278,9 +278,22 @@ class ReplicatedProvisioner:
 
     def release(self, plan: object) -> None:
         assert isinstance(plan, ReplicaPlan)
+        held = self._forget(plan)
+        if held is not None:
+            self.context.release(plan.placement, held)
+
+    def done(self, plan: object) -> None:
+        """Bound: the plan leaves the bookkeeping, its promise stays with the context
+        until the storage agent counts the replicas (``ReplicaContext.settle``)."""
+        assert isinstance(plan, ReplicaPlan)
+        self._forget(plan)
+
+    def _forget(self, plan: ReplicaPlan) -> list[AssumedReplica] | None:
         held = self._held.pop(id(plan), None)
-        if held is None:
-            return
-        if self._committed.get(plan.placement.volume) is plan:
+        if held is not None and self._committed.get(plan.placement.volume) is plan:
             del self._committed[plan.placement.volume]
-        self.context.release(plan.placement, held)
+        return held
+
+    @property
+    def plans_held(self) -> int:
+        return len(self._held)

@@ -66,3 +66,11 @@ class ReservePlugin(Protocol):
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """Undo ``reserve``; must be safe to call after a partial or failed reserve."""
+
+
+@runtime_checkable
+class PostBindPlugin(Protocol):
+    name: str
+
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """The pod is bound: drop what was kept only to undo ``reserve``."""

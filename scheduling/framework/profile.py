@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from volsched.scheduling.framework.interfaces import (
     FilterPlugin,
+    PostBindPlugin,
     PreFilterPlugin,
     ReservePlugin,
     ScorePlugin,
@@ -38,12 +39,14 @@ class Profile:
     percentage_of_nodes_to_score: int = 0
     pre_filters: list[PreFilterPlugin] = field(default_factory=list)
     reservers: list[ReservePlugin] = field(default_factory=list)
+    post_binders: list[PostBindPlugin] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         seen: set[int] = set()
         filters = {id(p.plugin) for p in self.predicates}
         self.pre_filters = []
         self.reservers = []
+        self.post_binders = []
         plugins: list[object] = [p.plugin for p in self.predicates] + [
             p.plugin for p in self.priorities
         ]
@@ -55,6 +58,8 @@ class Profile:
                 self.pre_filters.append(plugin)
             if isinstance(plugin, ReservePlugin):
                 self.reservers.append(plugin)
+            if isinstance(plugin, PostBindPlugin):
+                self.post_binders.append(plugin)
 
     def predicate_name(self, plugin_name: str) -> str:
         for predicate in self.predicates:

@@ -41,3 +41,6 @@ class Profiles:
 
     def unreserve(self, decision: Decision) -> None:
         self.for_pod(decision.pod).unreserve(decision)
+
+    def post_bind(self, decision: Decision) -> None:
+        self.for_pod(decision.pod).post_bind(decision)

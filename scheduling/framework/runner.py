@@ -134,6 +134,13 @@ class Scheduler:
             done.append(plugin)
         return Status(Code.SUCCESS)
 
+    def post_bind(self, decision: Decision) -> None:
+        """The decision's pod is bound: plugins drop what they kept to undo it."""
+        if decision.node is None:
+            return
+        for plugin in self.profile.post_binders:
+            plugin.post_bind(decision.state, decision.pod, decision.node)
+
     def unreserve(self, decision: Decision) -> None:
         """Roll a reserved decision back (its binding failed)."""
         if decision.node is None:

@@ -162,6 +162,19 @@ class VolumeBinding:
         revert_assumed_volumes(self.cluster, data.assumed)
         data.assumed = None
 
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """The pod is bound and its claims with it: the provisioners forget the plans
+        they kept for an undo (the space the replicas took stays promised until the
+        storage system counts it)."""
+        data: VolumeBindingState | None = state.read(NAME)
+        if data is None or data.assumed is None:
+            return
+        for claim in data.assumed.provisions:
+            plan = data.assumed.plans.get(claim.key)
+            check = self._check_for(claim.class_name)
+            if plan is not None and check is not None:
+                check.done(plan)
+
     def _check_for(self, class_name: str) -> ProvisionerCheck | None:
         storage_class = self.cluster.storage_classes.get(class_name)
         if storage_class is None:

@@ -50,6 +50,9 @@ class ProvisionerCheck(Protocol):
     def release(self, plan: object) -> None:
         """Undo ``commit`` (the pod's reservation was rolled back)."""
 
+    def done(self, plan: object) -> None:
+        """The pod was bound: ``release`` will never be called for this plan."""
+
 
 @dataclass(slots=True)
 class ProvisionOutcome:

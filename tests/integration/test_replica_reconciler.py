@@ -102,3 +102,33 @@ async def test_missing_and_waiting_replicas_are_placed_and_written(cluster: Clus
     # Past the replenishment wait the failed copy no longer holds its node or zone, so
     # the new replica goes to the zone the volume lacks: zone-c, that is n-c.
     assert fresh[0]["spec"]["nodeID"] == "n-c"
+
+
+async def test_a_failed_write_hands_its_promised_space_back(cluster: Cluster) -> None:
+    # Each disk holds one 10 GiB replica and not two (15 GiB, over-provisioning 100 %):
+    # if the failed create kept its promise, n-b would look full and the retry would
+    # find no disk for the missing replica.
+    objects: list[Raw] = []
+    for name, zone in {"n-a": "zone-a", "n-b": "zone-b"}.items():
+        storage = storage_node(name)
+        storage["status"]["disks"]["d1"].update(storageMaximum=15 * GI, storageAvailable=15 * GI)
+        objects += [node(name, zone), storage]
+    objects += [
+        {
+            "apiVersion": API,
+            "kind": "Volume",
+            "metadata": {"name": "vol"},
+            "spec": {"size": 10 * GI, "numberOfReplicas": 2},
+            "status": {"robustness": "degraded"},
+        },
+        replica("vol-r-1", "vol", "n-a"),
+    ]
+    server = cluster.server
+    server.load(objects)
+    server.faults.fail_next("POST", r"/replicas$", 500)
+    await cluster.start_daemon()
+
+    await eventually(lambda: len(replicas_of(cluster, "vol")) == 2, what="the retried replica")
+    created = [r for r in replicas_of(cluster, "vol") if r["metadata"]["name"] != "vol-r-1"]
+    assert [r["spec"]["nodeID"] for r in created] == ["n-b"]
+    assert server.faults.pending_failures() == 0  # the first create did fail

@@ -9,11 +9,12 @@ are placed first, in name order, and pods follow them.
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
-from tests.support import pod, pvc
+from tests.support import cluster, pod, pvc
 from tests.unit.replicas.builders import GB, Disk
 from tests.unit.test_storage_locality import (
     NOT_STORAGE_NODE,
@@ -26,7 +27,14 @@ from tests.unit.test_storage_locality import (
     run,
     volume,
 )
+from volsched.cache.objects.core import parse_pod
+from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.plugins.volume_binding import rejection_details
+from volsched.scheduling.policy import default_policy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.provisioners import storage_provisioners
+from volsched.scheduling.replicas import ReplicaSchedulingSettings
+from volsched.scheduling.storage_placement import ReplicaContext, ReplicatedProvisioner
 
 SPACE = "node(s) did not have enough free storage"
 INSUFFICIENT = "insufficient storage"
@@ -560,3 +568,33 @@ def test_promised_space_is_handed_back_once_the_storage_agent_counts_it() -> Non
     assert not cache.assumed_replicas.get("vol-a")
     context.release(placement, [])  # a late release takes back nothing more
     assert context.scheduled.get("n1", "d1") == 0
+
+
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "rolled back"])
+def test_the_provisioner_forgets_a_plan_once_its_pod_is_bound_or_rolled_back(
+    bound: bool,
+) -> None:
+    objects = [
+        *three_zones(),
+        replicated_class(**STRICT_LOCAL),
+        pvc("data", "10G", "replicated"),
+        pinned("p", ["data"], "n1"),
+    ]
+    cache = cluster(*objects)
+    context = ReplicaContext(cache, ReplicaSchedulingSettings(), clock=lambda: 0.0)
+    provisioners = storage_provisioners(context)
+    provisioner = provisioners["replicated.volsched.io"]
+    assert isinstance(provisioner, ReplicatedProvisioner)
+    profile = build_profile(default_policy(with_storage=True), PluginSet(cache, provisioners))
+    scheduler = Scheduler(cache, profile, random.Random(0))
+    decision = scheduler.schedule(parse_pod(objects[-1]))
+    assert decision.node == "n1"
+    assert provisioner.plans_held == 1
+    if bound:
+        scheduler.post_bind(decision)
+        # The space stays promised until the storage agent counts the replica.
+        assert context.scheduled.get("n1", "d1") == 10 * GB
+    else:
+        scheduler.unreserve(decision)
+        assert context.scheduled.get("n1", "d1") == 0
+    assert provisioner.plans_held == 0
