@@ -6,7 +6,8 @@ again (kube-scheduler's NodeInfo, for the same reason).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
 
 from volsched.cache.objects.core import CPU, MEMORY, HostPort, Node, Pod
 
@@ -14,6 +15,11 @@ if TYPE_CHECKING:
     from volsched.cache.pod_index import PodIndex
 
 ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+# What ``NodeInfo.memo.get(key, UNKNOWN)`` returns for nothing remembered (None is a
+# verdict: "fits").
+UNKNOWN: Any = object()
+# Distinct pod shapes remembered per node between two changes of the node.
+MEMO_LIMIT = 8
 REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
 
 
@@ -36,6 +42,7 @@ class NodeInfo:
     __slots__ = (
         "_index",
         "affinity_pods",
+        "memo",
         "name",
         "node",
         "nonzero_cpu",
@@ -59,13 +66,26 @@ class NodeInfo:
         self.nonzero_cpu = 0
         self.nonzero_memory = 0
         self.ports: dict[HostPort, int] = {}
+        # What pure per-node functions (a resource fit, a resource score) computed for
+        # a pod's requests since the node last changed; emptied by every change below.
+        self.memo: dict[Hashable, Any] = {}
+
+    def remember(self, key: Hashable, value: Any) -> Any:
+        """Keep ``value`` until the node changes; a few pod shapes at a time at most."""
+        memo = self.memo
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[key] = value
+        return value
 
     def set_node(self, node: Node) -> None:
+        self.memo = {}
         self.node = node
         self.name = node.meta.name
         self.zone = zone_key(node.meta.labels)
 
     def add_pod(self, pod: Pod) -> None:
+        self.memo = {}
         key = pod.meta.key
         if key in self.pods:
             self.remove_pod(key)
@@ -86,6 +106,7 @@ class NodeInfo:
         pod = self.pods.pop(key, None)
         if pod is None:
             return None
+        self.memo = {}
         self.affinity_pods.pop(key, None)
         if self._index is not None:
             self._index.removed(pod, self)

@@ -51,6 +51,15 @@ class ScorePlugin(Protocol):
 
 
 @runtime_checkable
+class BatchScorePlugin(Protocol):
+    name: str
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> list[int]:
+        """``score`` for each node, in order: one call per cycle instead of one per node,
+        for the plugins whose per-node work is smaller than a Python call."""
+
+
+@runtime_checkable
 class NormalizeScorePlugin(Protocol):
     name: str
 

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import (
+    BatchScorePlugin,
     FilterPlugin,
+    NormalizeScorePlugin,
     PostBindPlugin,
     PreFilterPlugin,
+    PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
 )
+from volsched.scheduling.framework.status import Status
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +32,14 @@ class Priority:
     policy_name: str
     plugin: ScorePlugin
     weight: int
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreStep:
+    priority: Priority
+    pre_score: Callable[[CycleState, Pod, list[NodeInfo]], Status] | None
+    score_nodes: Callable[[CycleState, Pod, list[NodeInfo]], list[int]] | None
+    normalize: Callable[[CycleState, Pod, dict[str, int]], None] | None
 
 
 @dataclass(slots=True)
@@ -40,6 +56,9 @@ class Profile:
     pre_filters: list[PreFilterPlugin] = field(default_factory=list)
     reservers: list[ReservePlugin] = field(default_factory=list)
     post_binders: list[PostBindPlugin] = field(default_factory=list)
+    # Each priority with its optional extension points, resolved once: isinstance on a
+    # runtime Protocol is slow, and the cycle asks for every pod.
+    score_steps: list[ScoreStep] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         seen: set[int] = set()
@@ -60,6 +79,17 @@ class Profile:
                 self.reservers.append(plugin)
             if isinstance(plugin, PostBindPlugin):
                 self.post_binders.append(plugin)
+
+        self.score_steps = [
+            ScoreStep(
+                priority,
+                plugin.pre_score if isinstance(plugin, PreScorePlugin) else None,
+                plugin.score_nodes if isinstance(plugin, BatchScorePlugin) else None,
+                plugin.normalize if isinstance(plugin, NormalizeScorePlugin) else None,
+            )
+            for priority in self.priorities
+            for plugin in (priority.plugin,)
+        ]
 
     def predicate_name(self, plugin_name: str) -> str:
         for predicate in self.predicates:

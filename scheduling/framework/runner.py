@@ -18,8 +18,6 @@ from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import (
-    NormalizeScorePlugin,
-    PreScorePlugin,
     ReservePlugin,
 )
 from volsched.scheduling.framework.profile import Predicate, Profile
@@ -49,7 +47,8 @@ class Decision:
     filtered: dict[str, list[str]] = field(default_factory=dict)
     rejected_by: dict[str, str] = field(default_factory=dict)
     scores: dict[str, int] = field(default_factory=dict)
-    score_parts: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Each priority's normalized score per node (``score_parts`` turns it per node).
+    priority_scores: dict[str, dict[str, int]] = field(default_factory=dict)
     evaluated: list[str] = field(default_factory=list)
     state: CycleState = field(default_factory=CycleState)
     unresolvable: bool = False
@@ -57,8 +56,18 @@ class Decision:
     rejected_plugin: dict[str, str] = field(default_factory=dict)
     # Rejected nodes whose failure no eviction can fix (UnschedulableAndUnresolvable).
     unresolvable_nodes: set[str] = field(default_factory=set)
+
     # (extension point, start ns, end ns): what tracing shows; never read by a decision.
     phases: list[tuple[str, int, int]] = field(default_factory=list)
+
+    @property
+    def score_parts(self) -> dict[str, dict[str, int]]:
+        """Per feasible node, each priority's normalized score (before its weight)."""
+        parts: dict[str, dict[str, int]] = {name: {} for name in self.scores}
+        for priority, scores in self.priority_scores.items():
+            for name, value in scores.items():
+                parts[name][priority] = value
+        return parts
 
 
 def num_feasible_nodes_to_find(percentage: int, all_nodes: int) -> int:
@@ -267,13 +276,14 @@ class Scheduler:
         processed = 0
         evaluated = decision.evaluated
         nominated = self.nominated
+        crowded_nodes = nominated.nodes if nominated is not None else {}
         for info in ordered:
             processed += 1
             evaluated.append(info.name)
             # Upstream's nominator: the node must fit with the pods nominated there that
             # outrank this one, and as it is (they may land elsewhere in the end).
             targets: tuple[NodeInfo, ...] = (info,)
-            if nominated is not None and nominated.on_node(info.name):
+            if crowded_nodes and info.name in crowded_nodes:
                 crowded = with_nominated(
                     info, pod, nominated, self.cluster.pod_priority, self.cluster.pending
                 )
@@ -315,24 +325,29 @@ class Scheduler:
     def _score(
         self, state: CycleState, pod: Pod, feasible: list[NodeInfo], decision: Decision
     ) -> None:
-        totals = {info.name: 0 for info in feasible}
-        parts: dict[str, dict[str, int]] = {info.name: {} for info in feasible}
-        for priority in self.profile.priorities:
-            plugin = priority.plugin
-            if isinstance(plugin, PreScorePlugin):
-                status = plugin.pre_score(state, pod, feasible)
+        names = [info.name for info in feasible]
+        totals = dict.fromkeys(names, 0)
+        by_priority: dict[str, dict[str, int]] = {}
+        for step in self.profile.score_steps:
+            priority = step.priority
+            if step.pre_score is not None:
+                status = step.pre_score(state, pod, feasible)
                 if status.code is Code.SKIP:
-                    for info in feasible:
-                        parts[info.name][priority.policy_name] = 0
+                    by_priority[priority.policy_name] = dict.fromkeys(names, 0)
                     continue
-            scores = {info.name: plugin.score(state, pod, info) for info in feasible}
-            if isinstance(plugin, NormalizeScorePlugin):
-                plugin.normalize(state, pod, scores)
-            for name, score in scores.items():
-                parts[name][priority.policy_name] = score
-                totals[name] += score * priority.weight
+            if step.score_nodes is not None:
+                scores = dict(zip(names, step.score_nodes(state, pod, feasible), strict=True))
+            else:
+                score = priority.plugin.score
+                scores = {info.name: score(state, pod, info) for info in feasible}
+            if step.normalize is not None:
+                step.normalize(state, pod, scores)
+            by_priority[priority.policy_name] = scores
+            weight = priority.weight
+            for name, value in scores.items():
+                totals[name] += value * weight
         decision.scores = totals
-        decision.score_parts = parts
+        decision.priority_scores = by_priority
 
     def _select_host(self, feasible: list[NodeInfo], totals: dict[str, int]) -> str:
         best = max(totals.values())

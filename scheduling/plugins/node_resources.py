@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from functools import lru_cache
+from typing import cast
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.node_info import NodeInfo
+from volsched.cache.node_info import UNKNOWN, NodeInfo
 from volsched.cache.objects.core import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
@@ -104,15 +105,30 @@ class NodeResourcesFit:
             wanted.append((resource, amount, f"Insufficient {resource}"))
         return tuple(wanted)
 
+    def _prepared(self, pod: Pod) -> tuple[tuple[tuple[str, int, str], ...], str]:
+        """What the pod wants, and the key its verdict is remembered under on a node: a
+        string, whose hash Python computes once (this runs for every node)."""
+        wanted = self._wanted(pod)
+        return wanted, f"{self.name}.filter {wanted!r}"
+
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
-        state.write(self._key, self._wanted(pod))
+        state.write(self._key, self._prepared(pod))
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
-        wanted: tuple[tuple[str, int, str], ...] | None = state.read(self._key)
-        if wanted is None:
-            wanted = self._wanted(pod)
-            state.write(self._key, wanted)
+        prepared: tuple[tuple[tuple[str, int, str], ...], str] | None = state.read(self._key)
+        if prepared is None:
+            prepared = self._prepared(pod)
+            state.write(self._key, prepared)
+        wanted, memo_key = prepared
+        # The verdict depends only on the node's state and the pod's requests: pods of
+        # one shape (a ReplicaSet's) reuse it on every node that did not change since.
+        known = node.memo.get(memo_key, UNKNOWN)
+        if known is not UNKNOWN:
+            return cast("Status | None", known)
+        return cast("Status | None", node.remember(memo_key, self._fit(wanted, node)))
+
+    def _fit(self, wanted: tuple[tuple[str, int, str], ...], node: NodeInfo) -> Status | None:
         allocatable = node.node.allocatable
         # Built only on a rejection: most nodes fit, and this runs for each of them.
         reasons: list[str] | None = None
@@ -199,14 +215,33 @@ class BalancedAllocation:
         memory = pod.requests.get(MEMORY, 0)
         if cpu == 0 and memory == 0:
             return SKIP
-        state.write(self._key, (cpu, memory))
+        state.write(self._key, (cpu, memory, f"{self.name} {cpu} {memory}"))
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        wanted: tuple[int, int] | None = state.read(self._key)
-        pod_cpu, pod_memory = wanted or (pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0))
+        return self.score_nodes(state, pod, [node])[0]
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> list[int]:
+        """Every node's score at once; a node that did not change since a pod of the
+        same requests was scored reuses that score."""
+        wanted: tuple[int, int, str] | None = state.read(self._key)
+        if wanted is None:
+            cpu, memory = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
+            wanted = (cpu, memory, f"{self.name} {cpu} {memory}")
+        pod_cpu, pod_memory, memo_key = wanted
         if pod_cpu == 0 and pod_memory == 0:
-            return 0
+            return [0] * len(nodes)
+        balanced = self._balanced
+        scores = []
+        for node in nodes:
+            score = node.memo.get(memo_key)
+            if score is None:
+                score = node.remember(memo_key, balanced(node, pod_cpu, pod_memory))
+            scores.append(score)
+        return scores
+
+    @staticmethod
+    def _balanced(node: NodeInfo, pod_cpu: int, pod_memory: int) -> int:
         allocatable = node.node.allocatable
         requested = node.requested
         fractions: list[float] = []

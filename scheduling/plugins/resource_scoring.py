@@ -73,8 +73,14 @@ class ResourceAllocationScore:
         self._shape = scale_shape(self.strategy.shape)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        state.write(self._key, self._pod_requests(pod))
+        state.write(self._key, self._prepared(pod))
         return SUCCESS
+
+    def _prepared(self, pod: Pod) -> tuple[tuple[int, ...], str]:
+        """The pod's requests, and the key a node remembers its score under (a string:
+        Python hashes it once)."""
+        requests = self._pod_requests(pod)
+        return requests, f"{self.name}.{self.strategy.type} {requests!r}"
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         wanted = []
@@ -110,9 +116,25 @@ class ResourceAllocationScore:
         return taking_part
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        pod_requests: tuple[int, ...] | None = state.read(self._key)
-        if pod_requests is None:
-            pod_requests = self._pod_requests(pod)
+        return self.score_nodes(state, pod, [node])[0]
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> list[int]:
+        """Every node's score at once; a node that did not change since a pod of the
+        same requests was scored reuses that score."""
+        prepared: tuple[tuple[int, ...], str] | None = state.read(self._key)
+        if prepared is None:
+            prepared = self._prepared(pod)
+        pod_requests, memo_key = prepared
+        compute = self._score
+        scores = []
+        for node in nodes:
+            score = node.memo.get(memo_key)
+            if score is None:
+                score = node.remember(memo_key, compute(node, pod_requests))
+            scores.append(score)
+        return scores
+
+    def _score(self, node: NodeInfo, pod_requests: Sequence[int]) -> int:
         allocation = self._allocation(node, pod_requests)
         kind = self.strategy.type
         if kind == REQUESTED_TO_CAPACITY_RATIO:

@@ -110,6 +110,16 @@ class VolumeBinding:
 
     # -- Score -----------------------------------------------------------------------
 
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        """Upstream's Skip: without a PV chosen for some node there is nothing to rank
+        (claims to provision, or none at all, score 0 everywhere)."""
+        data: VolumeBindingState | None = state.read(NAME)
+        if data is None or not any(
+            volumes.static_bindings for volumes in data.by_node.values()
+        ):
+            return SKIP
+        return SUCCESS
+
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         data: VolumeBindingState | None = state.read(NAME)
         if data is None:

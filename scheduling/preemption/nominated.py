@@ -44,6 +44,11 @@ class NominatedPods:
     def on_node(self, node_name: str) -> Mapping[str, Pod]:
         return self._by_node.get(node_name, {})
 
+    @property
+    def nodes(self) -> Mapping[str, Mapping[str, Pod]]:
+        """The nodes some pod is nominated to (a membership test per node is cheap)."""
+        return self._by_node
+
     @classmethod
     def from_pods(cls, pods: Iterable[Pod]) -> NominatedPods:
         """Rebuilt from ``status.nominatedNodeName`` of unbound pods (after a restart)."""

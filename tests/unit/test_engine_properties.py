@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tests.support import cluster, node, pod, pv, pvc, storage_class
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import parse_pod
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import default_policy
 from volsched.scheduling.profile_builder import PluginSet, build_profile
@@ -153,3 +154,32 @@ def test_same_seed_same_decisions(objects: list[dict[str, Any]], seed: int) -> N
     assert [
         (o.pod.meta.key, o.decision.node, o.decision.message, o.volumes) for o in first.pods
     ] == [(o.pod.meta.key, o.decision.node, o.decision.message, o.volumes) for o in second.pods]
+
+
+@COMMON
+@given(clusters(), st.data())
+def test_what_nodes_remember_never_changes_a_verdict_or_a_score(
+    objects: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """Nodes remember fits and scores per pod shape until they change: each decision
+    must equal the one made from scratch (every memo emptied), while pods are assumed
+    and forgotten in between."""
+    cache = cluster(*objects)
+    profile = build_profile(default_policy(with_storage=False), PluginSet(cache))
+    scheduler = Scheduler(cache, profile, random.Random(0))
+    pods = [parse_pod(raw) for raw in objects if raw["kind"] == "Pod"]
+    placed: list[str] = []
+    for _ in range(data.draw(st.integers(1, 12))):
+        pod_view = data.draw(st.sampled_from(pods))
+        if pod_view.meta.key in cache.assumed_pods:
+            continue
+        remembered = scheduler.find_node(pod_view, only=set(cache.nodes))
+        for info in cache.nodes.values():
+            info.memo.clear()
+        fresh = scheduler.find_node(pod_view, only=set(cache.nodes))
+        assert (remembered.filtered, remembered.scores) == (fresh.filtered, fresh.scores)
+        if placed and data.draw(st.booleans()):
+            cache.forget_pod(placed.pop(data.draw(st.integers(0, len(placed) - 1))))
+        elif remembered.node is not None:
+            cache.assume_pod(pod_view, remembered.node)
+            placed.append(pod_view.meta.key)
