@@ -47,8 +47,9 @@ class Decision:
     filtered: dict[str, list[str]] = field(default_factory=dict)
     rejected_by: dict[str, str] = field(default_factory=dict)
     scores: dict[str, int] = field(default_factory=dict)
-    # Each priority's normalized score per node (``score_parts`` turns it per node).
-    priority_scores: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Each priority's normalized scores, in the order of ``scores`` (``score_parts``
+    # turns them per node).
+    priority_scores: dict[str, list[int]] = field(default_factory=dict)
     evaluated: list[str] = field(default_factory=list)
     state: CycleState = field(default_factory=CycleState)
     unresolvable: bool = False
@@ -64,8 +65,8 @@ class Decision:
     def score_parts(self) -> dict[str, dict[str, int]]:
         """Per feasible node, each priority's normalized score (before its weight)."""
         parts: dict[str, dict[str, int]] = {name: {} for name in self.scores}
-        for priority, scores in self.priority_scores.items():
-            for name, value in scores.items():
+        for priority, values in self.priority_scores.items():
+            for name, value in zip(self.scores, values, strict=True):
                 parts[name][priority] = value
         return parts
 
@@ -274,41 +275,42 @@ class Scheduler:
         start = 0 if every else self.next_start_node_index % count
         ordered = nodes[start:] + nodes[:start] if start else nodes
         processed = 0
-        evaluated = decision.evaluated
         nominated = self.nominated
         crowded_nodes = nominated.nodes if nominated is not None else {}
         for info in ordered:
             processed += 1
-            evaluated.append(info.name)
             # Upstream's nominator: the node must fit with the pods nominated there that
             # outrank this one, and as it is (they may land elsewhere in the end).
-            targets: tuple[NodeInfo, ...] = (info,)
             if crowded_nodes and info.name in crowded_nodes:
                 crowded = with_nominated(
                     info, pod, nominated, self.cluster.pod_priority, self.cluster.pending
                 )
-                if crowded is not None:
-                    targets = (crowded, info)
-            fits = True
-            for target in targets:
+                targets = (info,) if crowded is None else (crowded, info)
+            else:
+                targets = None
+            # The common case first, with no tuple of targets to walk: this loop runs for
+            # every candidate node of every cycle.
+            for target in targets or (info,):
                 for check, predicate in checks:
                     status = check(state, pod, target)
-                    if status is None:
-                        continue
-                    if status.code is Code.ERROR:
-                        text = f'running "{predicate.plugin.name}" filter plugin: {status.message}'
-                        decision.error = text
-                        decision.message = text
-                        return []
-                    self._reject(decision, info.name, predicate, status)
-                    fits = False
-                    break
-                if not fits:
-                    break
-            if fits:
+                    if status is not None:
+                        rejecting = predicate
+                        break
+                else:
+                    continue
+                if status.code is Code.ERROR:
+                    text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
+                    decision.error = text
+                    decision.message = text
+                    decision.evaluated.extend(node.name for node in ordered[:processed])
+                    return []
+                self._reject(decision, info.name, rejecting, status)
+                break
+            else:
                 feasible.append(info)
                 if len(feasible) >= wanted:
                     break
+        decision.evaluated.extend(node.name for node in ordered[:processed])
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
@@ -325,28 +327,36 @@ class Scheduler:
     def _score(
         self, state: CycleState, pod: Pod, feasible: list[NodeInfo], decision: Decision
     ) -> None:
+        # Lists in the order of ``feasible``: cheaper than a dictionary per priority.
         names = [info.name for info in feasible]
-        totals = dict.fromkeys(names, 0)
-        by_priority: dict[str, dict[str, int]] = {}
+        totals = [0] * len(feasible)
+        by_priority: dict[str, list[int]] = {}
         for step in self.profile.score_steps:
             priority = step.priority
             if step.pre_score is not None:
                 status = step.pre_score(state, pod, feasible)
                 if status.code is Code.SKIP:
-                    by_priority[priority.policy_name] = dict.fromkeys(names, 0)
+                    by_priority[priority.policy_name] = [0] * len(feasible)
                     continue
             if step.score_nodes is not None:
-                scores = dict(zip(names, step.score_nodes(state, pod, feasible), strict=True))
+                values = step.score_nodes(state, pod, feasible)
             else:
                 score = priority.plugin.score
-                scores = {info.name: score(state, pod, info) for info in feasible}
+                values = [score(state, pod, info) for info in feasible]
             if step.normalize is not None:
+                # Normalizers rewrite the values of the mapping in place, keys unchanged.
+                scores = dict(zip(names, values, strict=True))
                 step.normalize(state, pod, scores)
-            by_priority[priority.policy_name] = scores
+                values = list(scores.values())
+            by_priority[priority.policy_name] = values
             weight = priority.weight
-            for name, value in scores.items():
-                totals[name] += value * weight
-        decision.scores = totals
+            if weight == 1:
+                totals = [total + value for total, value in zip(totals, values, strict=True)]
+            else:
+                totals = [
+                    total + value * weight for total, value in zip(totals, values, strict=True)
+                ]
+        decision.scores = dict(zip(names, totals, strict=True))
         decision.priority_scores = by_priority
 
     def _select_host(self, feasible: list[NodeInfo], totals: dict[str, int]) -> str:

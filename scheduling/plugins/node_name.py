@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
-from volsched.scheduling.framework.status import Status, unresolvable
+from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 
 REASON = "node(s) didn't match the requested node name"
 _REJECTED = unresolvable(REASON)
@@ -19,6 +21,10 @@ class NodeName:
 
     def __init__(self, cluster: ClusterCache) -> None:
         self.cluster = cluster
+
+    def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
+        """Nothing to check on any node for a pod that names none."""
+        return None, (SUCCESS if pod.node_name else SKIP)
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         wanted = pod.node_name

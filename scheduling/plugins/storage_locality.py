@@ -180,6 +180,11 @@ class VolumeLocality:
                 return unresolvable(REASON_NO_LOCAL_REPLICA)
         return None
 
+    def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
+        """Nothing to rank for a pod without replicated volumes (every node scores 0)."""
+        storage = self._storage(state, pod)
+        return SKIP if storage is None or not storage.volumes else SUCCESS
+
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         storage = self._storage(state, pod)
         if storage is None or not storage.volumes:

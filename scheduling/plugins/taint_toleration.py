@@ -63,9 +63,18 @@ class TaintToleration:
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        return self.score_nodes(state, pod, [node])[0]
+
+    def score_nodes(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> list[int]:
+        """Intolerable PreferNoSchedule taints per node; most nodes have no taint."""
         tolerations: tuple[Toleration, ...] | None = state.read(self._score_key)
         if tolerations is None:
             tolerations = self._prefer_no_schedule_tolerations(pod)
+        count = self._intolerable
+        return [count(node, tolerations) if node.node.taints else 0 for node in nodes]
+
+    @staticmethod
+    def _intolerable(node: NodeInfo, tolerations: tuple[Toleration, ...]) -> int:
         count = 0
         for taint in node.node.taints:
             if taint.effect != PREFER_NO_SCHEDULE:

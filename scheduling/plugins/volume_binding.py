@@ -114,9 +114,7 @@ class VolumeBinding:
         """Upstream's Skip: without a PV chosen for some node there is nothing to rank
         (claims to provision, or none at all, score 0 everywhere)."""
         data: VolumeBindingState | None = state.read(NAME)
-        if data is None or not any(
-            volumes.static_bindings for volumes in data.by_node.values()
-        ):
+        if data is None or not any(volumes.static_bindings for volumes in data.by_node.values()):
             return SKIP
         return SUCCESS
 
