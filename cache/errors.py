@@ -6,6 +6,8 @@
     ├── ConfigError      a bad policy, config or settings file (names the file and key)
     ├── ObjectError      a malformed Kubernetes object (names the source, kind/name, field)
     ├── StoreError       the SQLite store could not be read or written
+    │   ├── CorruptStore the file's content cannot be used: moved aside and rebuilt
+    │   └── StoreFull    the disk (or the file's size limit) is full: writes wait for space
     └── ApiError         the API server said no (raised by the daemon's client boundary)
         ├── Conflict     409: the object changed since it was read
         ├── NotFound     404: the object (or its namespace) is gone
@@ -59,6 +61,12 @@ class StoreError(VolschedError):
 class CorruptStore(StoreError):
     """The file's content cannot be used (a row that does not decode, a table missing
     at its recorded revision): it is moved aside and rebuilt from a relist."""
+
+
+class StoreFull(StoreError):
+    """A write found no room: SQLite's SQLITE_FULL ("database or disk is full") or the
+    filesystem's ENOSPC. Nothing is wrong with the file; the same write succeeds once
+    space returns, so queued cache writes are kept and retried, never dropped."""
 
 
 class ApiError(VolschedError):

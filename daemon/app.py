@@ -234,6 +234,7 @@ class Daemon:
         )
         stats = self.store.stats
         metrics.database_pending.set(stats.pending)
+        metrics.database_writable.set(1 if stats.writable else 0)
         metrics.journal_depth.set(stats.journal_depth)
 
     def health(self) -> HealthChecks:
@@ -248,7 +249,8 @@ class Daemon:
             return "waiting for " + ", ".join(waiting[:5])
 
         def database() -> str | None:
-            return None if self.store.is_open else "closed"
+            # While writes fail (a full disk), bindings that need the journal cannot start.
+            return self.store.write_problem if self.store.is_open else "closed"
 
         return HealthChecks(
             live=[Check("loop", loop_alive)],

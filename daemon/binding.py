@@ -31,7 +31,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, Conflict, NotFound, StoreError
+from volsched.cache.errors import ApiError, Conflict, NotFound, StoreError, StoreFull
 from volsched.cache.objects.storage import (
     ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
@@ -76,6 +76,16 @@ class UndoResult:
 
 class BindingFailed(Exception):
     """The binding cycle cannot complete; the message is what the user sees."""
+
+
+def journal_unwritable(error: StoreError) -> str:
+    """What the user sees when a binding's intent cannot be recorded: nothing was
+    written, and the pod is retried."""
+    state = "is full" if isinstance(error, StoreFull) else "cannot be written"
+    return (
+        f"binding volumes: the scheduler's database {state}; no volume is bound until the "
+        f"binding can be recorded ({error})"
+    )
 
 
 @dataclass(slots=True)
@@ -233,11 +243,21 @@ class Binder:
         pod = decision.pod
         # Only volume writes can outlive a crash half done; a pod whose volumes need no
         # write is bound by one atomic POST, and needs no (fsync'd) journal entry.
-        entry = (
-            await self.journal.journal_open(intent.pod, intent.node, intent.as_json())
-            if intent.writes_volumes
-            else None
-        )
+        try:
+            entry = (
+                await self.journal.journal_open(intent.pod, intent.node, intent.as_json())
+                if intent.writes_volumes
+                else None
+            )
+        except StoreError as exc:
+            # No intent on disk (a full disk, usually), so no API write either: give the
+            # decision back and let the pod try again after its backoff. The store logs
+            # the failure once; this is not a crash.
+            log.info("binding %s to %s not started: %s", intent.pod, intent.node, exc)
+            self.scheduler.unreserve(decision)
+            await self.reporter.failed(pod, journal_unwritable(exc), "SchedulerError")
+            self.queue.requeue_error(pod)
+            return False
         namespace, name = intent.pod.split("/", 1)
         # Layer 2 on disk: what this cycle assumed, until the journal entry closes.
         self.journal.put_assumed(

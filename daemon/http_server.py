@@ -3,7 +3,9 @@
 - ``/healthz`` and ``/livez``: the process is alive and its scheduling loop is not stuck
   (its heartbeat is recent);
 - ``/readyz``: caches are usable (warm from the database or synced from the API server)
-  and the database is open; ``?verbose`` lists each named check, like the API server;
+  and the database is open and can be written — while writes fail (a full disk) the
+  ``database`` check fails with the reason; ``?verbose`` lists each named check, like
+  the API server;
 - ``/metrics``: Prometheus text format.
 """
 

@@ -79,6 +79,11 @@ class Metrics:
             "Cache writes queued for the next SQLite flush.",
             registry=registry,
         )
+        self.database_writable = Gauge(
+            "volsched_database_writable",
+            "1 while writes to the SQLite database succeed, 0 while they fail (a full disk).",
+            registry=registry,
+        )
         self.journal_depth = Gauge(
             "volsched_binding_journal_depth",
             "Binding cycles in flight (open intents in the journal).",

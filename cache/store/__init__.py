@@ -11,7 +11,8 @@ Usage, from the daemon::
     await store.close()
 
 ``migrate(path)`` brings a file to the newest schema without opening a store (``volsched
-migrate``). Store failures surface as ``volsched.cache.errors.StoreError``.
+migrate``). Store failures surface as ``volsched.cache.errors.StoreError`` (``StoreFull``
+when the disk is full); ``store.write_problem`` says why writes fail while they do.
 """
 
 from volsched.cache.store.journal import JournalEntry

@@ -1,7 +1,8 @@
 """Writing one batch of queued writes in one transaction.
 
 Per batch, in this order: each relisted kind is emptied and refilled, then the per-key
-puts and deletes of both layers, then the resume points. All in one transaction, so a
+puts and deletes of both layers, then the resume points, then the deletes of journal
+entries whose close had to wait (a full disk). All in one transaction, so a
 resume point on disk is never ahead of the objects it covers, and a relist is never half
 applied. Every statement is an executemany over the whole batch.
 
@@ -22,7 +23,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from volsched.cache.store.pending import Ops, PendingWrites
-from volsched.cache.store.schema import assumed, objects, resume_points
+from volsched.cache.store.schema import assumed, journal, objects, resume_points
 
 log = logging.getLogger("volsched.store")
 
@@ -87,6 +88,12 @@ async def write_batch(
             ],
         )
         written += len(batch.resume_points)
+    if batch.journal_closes:
+        await connection.execute(
+            delete(journal).where(journal.c.id == bindparam("entry_id")),
+            [{"entry_id": entry_id} for entry_id in sorted(batch.journal_closes)],
+        )
+        written += len(batch.journal_closes)
     return written
 
 

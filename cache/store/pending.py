@@ -3,7 +3,8 @@
 Pure bookkeeping, no I/O. Writes to one key collapse to the last one (a put after a put,
 a delete after a put), so a burst of events for one object costs one row at the flush.
 A relist (``replace_kind``) supersedes every queued write of that kind; writes queued
-after it apply on top of it, in the same transaction.
+after it apply on top of it, in the same transaction. Journal entries whose close could
+not be written at once (a full disk) wait here too, and are deleted with the next batch.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ class PendingWrites:
         # kind -> every object of that kind after a relist (serialized at the flush)
         self.replaced: dict[str, Mapping[str, Mapping[str, Any]]] = {}
         self.resume_points: dict[str, str] = {}
+        self.journal_closes: set[int] = set()  # ids of closed journal entries to delete
         self._size = 0
 
     def __len__(self) -> int:
@@ -34,6 +36,7 @@ class PendingWrites:
         self.assumed.clear()
         self.replaced.clear()
         self.resume_points.clear()
+        self.journal_closes.clear()
         self._size = 0
 
     def set_object(self, kind: str, key: str, body: Body) -> None:
@@ -46,6 +49,11 @@ class PendingWrites:
         if kind not in self.resume_points:
             self._size += 1
         self.resume_points[kind] = resource_version
+
+    def close_journal_entry(self, entry_id: int) -> None:
+        if entry_id not in self.journal_closes:
+            self._size += 1
+        self.journal_closes.add(entry_id)
 
     def replace_kind(
         self, kind: str, objects: Mapping[str, Mapping[str, Any]], resource_version: str
@@ -75,6 +83,7 @@ class PendingWrites:
         batch.assumed, self.assumed = self.assumed, batch.assumed
         batch.replaced, self.replaced = self.replaced, batch.replaced
         batch.resume_points, self.resume_points = self.resume_points, batch.resume_points
+        batch.journal_closes, self.journal_closes = self.journal_closes, batch.journal_closes
         batch._size, self._size = self._size, 0
         return batch
 
@@ -91,9 +100,11 @@ class PendingWrites:
             self.assumed[kind] = {**ops, **self.assumed.get(kind, {})}
         for kind, version in older.resume_points.items():
             self.resume_points.setdefault(kind, version)
+        self.journal_closes |= older.journal_closes
         self._size = (
             sum(len(ops) for ops in self.objects.values())
             + sum(len(ops) for ops in self.assumed.values())
             + sum(len(objects) for objects in self.replaced.values())
             + len(self.resume_points)
+            + len(self.journal_closes)
         )

@@ -12,6 +12,12 @@ Two kinds of write, with two promises:
 - **Journal writes** (``journal_open``, ``journal_update``, ``journal_close``) are awaited
   and committed, with ``synchronous=FULL``, before they return.
 
+When the disk is full (``StoreFull``) or the file cannot be written for another reason,
+reads go on working and nothing is lost: queued cache writes stay queued and are retried
+with backoff, a journal close waits with them, and ``journal_open`` raises, so no binding
+starts without its intent on disk. ``write_problem`` says why writes fail, until the
+first writes that work again (see ``volsched.cache.store.health``).
+
 Call everything from the event loop's thread. The store serializes ``put_*`` objects at
 the call (later changes to them are not stored); ``replace_kind`` keeps the objects it is
 given and serializes them at the flush, in slices that let the loop run, so a relist of
@@ -31,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import StoreError
@@ -39,6 +45,7 @@ from volsched.cache.store import journal as journal_sql
 from volsched.cache.store import schema
 from volsched.cache.store.connecting import create_store_engine
 from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
+from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.loading import StoredState, read_state
 from volsched.cache.store.opening import OpenResult, move_aside, prepare_file
@@ -48,6 +55,11 @@ log = logging.getLogger("volsched.store")
 
 # After a failed background flush, wait this long (doubling) before the next attempt.
 RETRY_MAX_SECONDS = 5.0
+# The two writers ``WriteHealth`` follows.
+FLUSH = "flush"
+JOURNAL = "journal"
+# The meta key a write check inserts and deletes in one transaction.
+WRITE_CHECK_KEY = "write-check"
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,7 @@ class StoreStats:
     flush_errors: int
     last_flush_error: str | None  # why the latest flush failed; None once one succeeds
     journal_depth: int
+    writable: bool = True  # False while writes fail (``Store.write_problem`` says why)
 
 
 class Store:
@@ -96,6 +109,8 @@ class Store:
         self._flush_errors = 0
         self._last_flush_error: str | None = None
         self._journal_depth = journal_depth
+        self._health = WriteHealth(path)
+        self._retry_now = asyncio.Event()  # a write worked again: end the flush backoff
         self._flusher = asyncio.get_running_loop().create_task(
             self._flush_forever(), name=f"volsched-store-flush:{path.name}"
         )
@@ -130,7 +145,7 @@ class Store:
             await engine.dispose()
             await journal_engine.dispose()
             if isinstance(error, SQLAlchemyError):
-                raise _store_error(file, "opening", error) from None
+                raise store_error(file, "opening", error) from None
             raise
         store = cls(
             file,
@@ -161,7 +176,7 @@ class Store:
         try:
             state = await read_state(self._engine, str(self.path), freeze=freeze)
         except SQLAlchemyError as error:
-            raise _store_error(self.path, "loading", error) from None
+            raise store_error(self.path, "loading", error) from None
         self._journal_depth = len(state.journal)
         return state
 
@@ -175,7 +190,14 @@ class Store:
             flush_errors=self._flush_errors,
             last_flush_error=self._last_flush_error,
             journal_depth=self._journal_depth,
+            writable=self._health.writable,
         )
+
+    @property
+    def write_problem(self) -> str | None:
+        """None while writes succeed; else why they fail (a full disk above all) and
+        for how long. Cleared by the first flush and journal write that work again."""
+        return self._health.problem
 
     @property
     def is_open(self) -> bool:
@@ -266,19 +288,31 @@ class Store:
         which recovery finds already resolved. Only opening must be durable.
         """
         self._check_open()
-        async with self._journal_write("closing a journal entry", durable=False) as connection:
-            found = await journal_sql.delete_entry(connection, entry_id)
+        try:
+            async with self._journal_write("closing a journal entry", durable=False) as connection:
+                found = await journal_sql.delete_entry(connection, entry_id)
+        except StoreError as error:
+            # Not durable anyway (above): the close waits with the cache writes, and a
+            # cycle that ended is never reported as failed because its row stayed.
+            log.debug("journal entry %d closes with the next flush: %s", entry_id, error)
+            found = entry_id not in self._pending.journal_closes
+            self._pending.close_journal_entry(entry_id)
+            self._queued()
         if found:
             self._journal_depth -= 1
 
     async def journal_pending(self) -> list[JournalEntry]:
-        """Open entries, oldest first."""
+        """Open entries, oldest first (a closed one whose row waits for a flush is not)."""
         self._check_open()
-        try:
-            async with self._journal_engine.connect() as connection:
-                entries = await journal_sql.select_entries(connection)
-        except SQLAlchemyError as error:
-            raise _store_error(self.path, "reading the journal", error) from None
+        # Under the write lock: a flush deleting closed entries is either done or undone.
+        async with self._write_lock:
+            try:
+                async with self._journal_engine.connect() as connection:
+                    entries = await journal_sql.select_entries(connection)
+            except SQLAlchemyError as error:
+                raise store_error(self.path, "reading the journal", error) from None
+            closing = set(self._pending.journal_closes)
+        entries = [entry for entry in entries if entry.id not in closing]
         self._journal_depth = len(entries)
         return entries
 
@@ -292,7 +326,12 @@ class Store:
                 async with engine.begin() as connection:
                     yield connection
             except SQLAlchemyError as error:
-                raise _store_error(self.path, doing, error) from None
+                failure = store_error(self.path, doing, error)
+                self._health.failed(JOURNAL, failure)
+                # The flusher checks, with backoff, when a journal write would work again.
+                self._dirty.set()
+                raise failure from None
+        self._wrote(JOURNAL)
 
     async def rebuild(self, reason: str) -> str:
         """Move the file aside (for inspection) and start over with an empty one, in
@@ -325,7 +364,7 @@ class Store:
                     )
                 ).first()
         except SQLAlchemyError as error:
-            raise _store_error(self.path, "reading the file's identity", error) from None
+            raise store_error(self.path, "reading the file's identity", error) from None
         return None if row is None else str(row[0])
 
     async def write_meta(self, key: str, value: str) -> None:
@@ -393,7 +432,9 @@ class Store:
             self._urgent.set()
 
     async def _flush_forever(self) -> None:
-        """Flush at most ``flush_interval_seconds`` after the first queued write."""
+        """Flush at most ``flush_interval_seconds`` after the first queued write; while
+        writes fail, retry with backoff (``WriteHealth`` logs the failure and the end of
+        it, once each) until the flush and a journal write both work again."""
         retry_seconds = self._flush_interval_seconds
         while True:
             await self._dirty.wait()
@@ -403,21 +444,42 @@ class Store:
                         await self._urgent.wait()
             try:
                 await self._flush_batch()
+                if self._health.failing(JOURNAL):
+                    await self._check_journal_writes()
             except Exception as error:  # keep flushing whatever went wrong this time
-                if isinstance(error, StoreError):
-                    log.warning("%s; retrying in %.1f s", error, retry_seconds)
-                else:
+                if not isinstance(error, StoreError):
                     log.exception(
                         "flushing %s failed; retrying in %.1f s", self.path, retry_seconds
                     )
-                await asyncio.sleep(retry_seconds)
+                self._dirty.set()
+                self._retry_now.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(retry_seconds):
+                        await self._retry_now.wait()
                 retry_seconds = min(retry_seconds * 2, RETRY_MAX_SECONDS)
             else:
                 retry_seconds = self._flush_interval_seconds
 
+    async def _check_journal_writes(self) -> None:
+        """A journal write failed and none has worked since: commit a write that leaves
+        the file as it was, to learn whether one would work now."""
+        async with self._journal_write("checking the database can be written") as connection:
+            await connection.execute(
+                sa.insert(schema.meta).values(key=WRITE_CHECK_KEY, value=str(self._clock()))
+            )
+            await connection.execute(
+                sa.delete(schema.meta).where(schema.meta.c.key == WRITE_CHECK_KEY)
+            )
+
+    def _wrote(self, writer: str) -> None:
+        self._health.succeeded(writer)
+        if not self._health.writable:
+            self._retry_now.set()  # there is room again: retry the other writer now
+
     async def _flush_batch(self) -> None:
         async with self._write_lock:
             if not len(self._pending):
+                self._dirty.clear()
                 return
             batch = self._pending.take()
             self._dirty.clear()
@@ -433,12 +495,14 @@ class Store:
                 self._pending.restore(batch)
                 self._queued()
                 if isinstance(error, SQLAlchemyError):
-                    failure = _store_error(self.path, "flushing", error)
+                    failure = store_error(self.path, "flushing", error)
                     self._note_failure(str(failure))
+                    self._health.failed(FLUSH, failure)
                     raise failure from None
                 if isinstance(error, Exception):
                     self._note_failure(f"{self.path}: flushing failed: {error!r}")
                 raise
+        self._wrote(FLUSH)
         self._flushes += 1
         self._last_flush_error = None
         self._rows_flushed += rows
@@ -452,8 +516,3 @@ class Store:
     def _note_failure(self, message: str) -> None:
         self._flush_errors += 1
         self._last_flush_error = message
-
-
-def _store_error(path: Path, doing: str, error: SQLAlchemyError) -> StoreError:
-    cause = error.orig if isinstance(error, DBAPIError) else error
-    return StoreError(f"{path}: {doing} failed: {cause}")
