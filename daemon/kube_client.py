@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,16 @@ def resource(kind: str) -> Resource:
     return Resource(info.api_version, info.plural, info.namespaced)
 
 
+def environment_configures_http(environ: Mapping[str, str]) -> bool:
+    """Whether aiohttp's ``trust_env`` would find anything: a proxy variable (any case)
+    or a netrc file (``$NETRC`` or ``~/.netrc``)."""
+    for name, value in environ.items():
+        if value and name.lower().endswith("_proxy"):
+            return True
+    netrc = environ.get("NETRC") or str(Path(environ.get("HOME") or "~").expanduser() / ".netrc")
+    return Path(netrc).is_file()
+
+
 def _error(status: int, body: bytes | str) -> ApiError:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     message = text.strip()
@@ -122,6 +133,13 @@ class KubeClient:
     def __init__(self, api_client: Any, request_timeout_seconds: float = 30.0) -> None:
         self.api = api_client
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
+        session = api_client.rest_client.pool_manager
+        if not environment_configures_http(os.environ) and hasattr(session, "_trust_env"):
+            # kubernetes-asyncio's session trusts the environment, so aiohttp looks for a
+            # proxy and a netrc entry in a worker thread on every request: two thread
+            # hops per call, for nothing when neither is configured. Read once here
+            # instead; with a proxy or netrc in the environment nothing changes.
+            session._trust_env = False
 
     @classmethod
     async def connect(cls, kubeconfig: str | None) -> KubeClient:
