@@ -704,6 +704,9 @@ async def run_e2e(scenario: Scenario, options: E2eOptions, workdir: Path) -> dic
         "binding_duration_ms": histogram_summary(
             metrics_text, "volsched_binding_duration_seconds", {"result": "scheduled"}
         ),
+        "cycle_duration_ms": histogram_summary(
+            metrics_text, "scheduler_scheduling_algorithm_duration_seconds", {}
+        ),
         "daemon_peak_rss_mb": peak_rss,
         # Busy share of one core during the window: the bench process (emulator, its
         # controllers, the collector; and the daemon too when in-process) and the daemon.
@@ -717,6 +720,16 @@ async def run_e2e(scenario: Scenario, options: E2eOptions, workdir: Path) -> dic
     rate = result["throughput_pods_per_second"].get("average") or result["overall_pods_per_second"]
     result["pods_per_second"] = rate
     result["ms_per_pod"] = round(1000 / rate, 3) if rate else None
+    # The daemon's CPU per pod bound, and the part of it spent outside the scheduling
+    # cycle (binding, events, status, watch decoding, persistence): the cycle is
+    # synchronous CPU work, so its wall time is its CPU time.
+    if recorder.bound:
+        cpu_ms = 1000 * daemon_cpu / recorder.bound
+        cycle_ms = result["cycle_duration_ms"].get("average") or 0.0
+        attempts = result["cycle_duration_ms"].get("count") or 0
+        cycle_per_pod = cycle_ms * attempts / recorder.bound
+        result["daemon_cpu_ms_per_pod"] = round(cpu_ms, 3)
+        result["outside_cycle_cpu_ms_per_pod"] = round(cpu_ms - cycle_per_pod, 3)
     if isinstance(daemon, InProcessDaemon):
         result["cycle_ms"] = summary(daemon.cycle_ms, 3)
     if profile is not None:

@@ -128,6 +128,7 @@ class SchedulingLoop:
             nominated.nominate(pod, pod.nominated_node_name)
         started = self.monotonic()
         decision = self.scheduler.schedule(pod)
+        self.metrics.algorithm_duration.observe(self.monotonic() - started)
         if nominated is not None and decision.node is not None:
             nominated.forget(key)
         if decision.node is None:

@@ -55,6 +55,11 @@ def check_results(name: str, results: dict[str, Any]) -> None:
         assert "cost_ratio_mean" in results
     elif name in ("e2e-prebound", "e2e-replicated"):
         check_e2e(results["run"])
+    elif name == "e2e-plain":
+        check_e2e(results["run"])
+        run = results["run"]
+        assert run["cycle_duration_ms"]["count"] >= run["measured_pods"]
+        assert 0 < run["outside_cycle_cpu_ms_per_pod"] < run["daemon_cpu_ms_per_pod"]
     elif name == "e2e-wffc":
         assert len(results["runs"]) == 2
         for run in results["runs"]:
@@ -79,6 +84,7 @@ WORKLOADS = [
     "engine-prebound",
     "engine-wffc-scaling",
     "engine-constraints",
+    "e2e-plain",
     "e2e-prebound",
     "e2e-wffc",
     "e2e-replicated",
