@@ -763,6 +763,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallelism", type=int, default=16)
     parser.add_argument("--mode", choices=("subprocess", "inprocess"), default="subprocess")
     parser.add_argument("--pv-binder", choices=("incremental", "emulator"), default="incremental")
+    parser.add_argument(
+        "--pv-bind-delay",
+        type=float,
+        default=0.0,
+        help="seconds the PV controller takes to bind a prebound claim",
+    )
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args(argv)
@@ -777,6 +783,7 @@ def main(argv: list[str] | None = None) -> int:
         mode=args.mode,
         parallelism=args.parallelism,
         pv_binder=args.pv_binder,
+        pv_bind_delay_seconds=args.pv_bind_delay,
         profile=args.profile,
     )
     with tempfile.TemporaryDirectory(prefix="volsched-e2e-") as scratch:
