@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from volsched.cache.errors import ApiError, Gone, NotFound
 from volsched.daemon.ingest import Ingest, StoreSink
@@ -102,7 +101,7 @@ class KindWatcher:
         Page by page (``limit``/``continue``), each page applied and the event loop given
         back before the next: a relist of 50,000 objects never holds the loop long
         enough to miss a lease renewal or a health probe."""
-        fresh: dict[str, Mapping[str, Any]] = {}
+        fresh: dict[str, str] = {}
         version = ""
         async for items, page_version in self.client.list_pages(self.kind, self.settings.page_size):
             version = page_version

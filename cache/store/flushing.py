@@ -47,7 +47,8 @@ async def serialize_relists(batch: PendingWrites) -> dict[str, list[dict[str, st
         rows: list[dict[str, str]] = []
         for count, (key, raw) in enumerate(objects_of_kind.items(), start=1):
             try:
-                rows.append({"kind": kind, "key": key, "body": dumps(raw)})
+                body = raw if isinstance(raw, str) else dumps(raw)
+                rows.append({"kind": kind, "key": key, "body": body})
             except (TypeError, ValueError) as error:
                 log.error("not storing %s %s from a relist: not JSON: %s", kind, key, error)
             if count % SERIALIZE_SLICE == 0:

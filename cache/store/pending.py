@@ -17,12 +17,16 @@ Body = str | None
 Ops = dict[str, dict[str, Body]]  # kind -> key -> body
 
 
+# A relisted object as the store is given it: decoded, or already its JSON text.
+RelistBody = str | Mapping[str, Any]
+
+
 class PendingWrites:
     def __init__(self) -> None:
         self.objects: Ops = {}
         self.assumed: Ops = {}
         # kind -> every object of that kind after a relist (serialized at the flush)
-        self.replaced: dict[str, Mapping[str, Mapping[str, Any]]] = {}
+        self.replaced: dict[str, Mapping[str, RelistBody]] = {}
         self.resume_points: dict[str, str] = {}
         self.journal_closes: set[int] = set()  # ids of closed journal entries to delete
         self._size = 0
@@ -56,7 +60,7 @@ class PendingWrites:
         self.journal_closes.add(entry_id)
 
     def replace_kind(
-        self, kind: str, objects: Mapping[str, Mapping[str, Any]], resource_version: str
+        self, kind: str, objects: Mapping[str, RelistBody], resource_version: str
     ) -> None:
         superseded = self.objects.pop(kind, None)
         if superseded is not None:

@@ -20,7 +20,7 @@ first writes that work again (see ``volsched.cache.store.health``).
 
 Call everything from the event loop's thread. The store serializes ``put_*`` objects at
 the call (later changes to them are not stored); ``replace_kind`` keeps the objects it is
-given and serializes them at the flush, in slices that let the loop run, so a relist of
+given (or their JSON text) and serializes them at the flush, in slices that let the loop run, so a relist of
 tens of thousands of objects never stalls the loop — do not mutate them afterwards.
 """
 
@@ -49,7 +49,7 @@ from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.loading import StoredState, read_state
 from volsched.cache.store.opening import OpenResult, move_aside, prepare_file
-from volsched.cache.store.pending import PendingWrites
+from volsched.cache.store.pending import PendingWrites, RelistBody
 
 log = logging.getLogger("volsched.store")
 
@@ -218,10 +218,12 @@ class Store:
         self._queued()
 
     def replace_kind(
-        self, kind: str, objects: Mapping[str, Mapping[str, Any]], resource_version: str
+        self, kind: str, objects: Mapping[str, RelistBody], resource_version: str
     ) -> None:
         """After a relist: exactly these objects of ``kind`` exist, as of
-        ``resource_version``. Applied whole at the next flush, with the resume point."""
+        ``resource_version``. Applied whole at the next flush, with the resume point.
+        An object may come already serialized (compact JSON text, as ``dumps`` writes
+        it): a relist of 50,000 pods then never holds 50,000 decoded objects."""
         self._check_open()
         self._pending.replace_kind(kind, dict(objects), resource_version)
         self._queued()

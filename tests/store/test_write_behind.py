@@ -14,6 +14,7 @@ from sqlalchemy import event
 
 from volsched.cache.errors import StoreError
 from volsched.cache.store import Store, StoreStats
+from volsched.cache.store.flushing import dumps
 
 from .conftest import Query, assert_no_tasks_left, clock
 
@@ -173,6 +174,15 @@ async def test_a_relist_replaces_the_kind_with_its_resume_point(
         "Pod": {"ns/a": pod("a")},
     }
     assert state.resume_points == {"Node": "20"}
+
+
+async def test_a_relist_may_hand_over_its_objects_as_json_text(store: Store) -> None:
+    """What the daemon does: a relist of 50,000 pods keeps their text, not their
+    decoded objects, until the flush."""
+    store.replace_kind("Pod", {"ns/a": dumps(pod("a")), "ns/b": pod("b")}, "7")
+    await store.flush()
+    state = await store.load()
+    assert state.objects == {"Pod": {"ns/a": pod("a"), "ns/b": pod("b")}}
 
 
 async def test_a_later_resume_point_wins_over_the_relists(store: Store) -> None:
