@@ -151,22 +151,16 @@ class VolumeBinding:
             data.assumed = assume_pod_volumes(self.cluster, volumes, node_name)
         except Exception as problem:  # an AssumeError: the cache moved under us
             return error(str(problem))
-        for claim in data.assumed.provisions:
-            plan = data.assumed.plans.get(claim.key)
-            check = self._check_for(claim.class_name)
-            if plan is not None and check is not None:
-                check.commit(plan)
+        for check, plan in self._plans(data.assumed):
+            check.commit(plan)
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         data: VolumeBindingState | None = state.read(NAME)
         if data is None or data.assumed is None:
             return
-        for claim in data.assumed.provisions:
-            plan = data.assumed.plans.get(claim.key)
-            check = self._check_for(claim.class_name)
-            if plan is not None and check is not None:
-                check.release(plan)
+        for check, plan in self._plans(data.assumed):
+            check.release(plan)
         revert_assumed_volumes(self.cluster, data.assumed)
         data.assumed = None
 
@@ -177,11 +171,18 @@ class VolumeBinding:
         data: VolumeBindingState | None = state.read(NAME)
         if data is None or data.assumed is None:
             return
-        for claim in data.assumed.provisions:
-            plan = data.assumed.plans.get(claim.key)
+        for check, plan in self._plans(data.assumed):
+            check.done(plan)
+
+    def _plans(self, assumed: AssumedVolumes) -> list[tuple[ProvisionerCheck, object]]:
+        """Each provisioned claim's plan with the provisioner check that made it."""
+        found = []
+        for claim in assumed.provisions:
+            plan = assumed.plans.get(claim.key)
             check = self._check_for(claim.class_name)
             if plan is not None and check is not None:
-                check.done(plan)
+                found.append((check, plan))
+        return found
 
     def _check_for(self, class_name: str) -> ProvisionerCheck | None:
         storage_class = self.cluster.storage_classes.get(class_name)
