@@ -510,9 +510,10 @@ class Binder:
         """Take back API writes that would outlive the failed binding.
 
         A PV stays with its claim only if the PV controller already bound them (rolling
-        forward is what the user wants); otherwise its claimRef is cleared. A claim that
-        has no volume yet loses the selected-node annotation. Replicas created for a
-        volume that was never provisioned are deleted.
+        forward is what the user wants); otherwise its claimRef is cleared. A claim we
+        annotated loses the selected-node annotation (if it was provisioned meanwhile, it
+        keeps its volume). Replicas created for a volume that was never provisioned are
+        deleted.
         """
         prebinds = (
             intent.prebinds
@@ -601,12 +602,16 @@ class Binder:
         return False
 
     async def _release_claim(self, claim_key: str, node: str) -> None:
+        """Remove the selected-node annotation (and the intent) we wrote for ``node``.
+
+        A claim with no volume yet tells its provisioner to stop. A claim the provisioner
+        already served keeps its volume, but loses the annotations too: a volume that
+        other nodes can reach (no node affinity) lets the pod be placed elsewhere, and
+        the claim must not go on naming a node its pod is not on."""
         namespace, name = claim_key.split("/", 1)
         try:
             raw = await self.client.get("PersistentVolumeClaim", name, namespace)
         except NotFound:
-            return
-        if (raw.get("spec") or {}).get("volumeName"):
             return
         annotations = (raw.get("metadata") or {}).get("annotations") or {}
         if annotations.get(ANN_SELECTED_NODE) != node:

@@ -4,8 +4,10 @@ Checked against what the API server says *now*. In a real cluster the PV control
 completes a prebind within a fraction of a second, even while we are down, so recovery
 is mostly roll-forward: a claim that got bound keeps its PV and the pod will follow it.
 Only a claimRef whose claim is still unbound is cleared (no PV stays prebound to a pod
-that was never placed), and a selected-node annotation with no volume yet is removed.
-The pod itself, if still pending, simply goes back through the queue.
+that was never placed), and the selected-node annotation of a claim whose pod is not
+on that node is removed (a claim already provisioned keeps its volume; one its pod can
+reach from elsewhere must not name a node the pod is not on). The pod itself, if still
+pending, simply goes back through the queue.
 """
 
 from __future__ import annotations
@@ -52,10 +54,12 @@ def intents_in_the_api(cluster: ClusterCache, skip_pods: set[str]) -> list[Inten
     with each prebind and selected-node write): what a leader with an empty journal —
     a standby after a failover — must finish or release. Only writes the PV controller
     has not completed count: a PV still waiting for its claim, a claim still without a
-    volume. Pods the local journal already covers are left to it."""
+    volume — or provisioned for a pod that is (in the cache) pending or on another node:
+    its annotations are released, the volume stays. Pods the local journal already
+    covers are left to it."""
     by_pod: dict[str, Intent] = {}
 
-    def intent_of(annotation: str) -> Intent | None:
+    def intent_of(annotation: str, provisioned: bool = False) -> Intent | None:
         try:
             data = json.loads(annotation)
             pod, uid, node = str(data["pod"]), str(data["podUID"]), str(data["node"])
@@ -63,6 +67,12 @@ def intents_in_the_api(cluster: ClusterCache, skip_pods: set[str]) -> list[Inten
             return None
         if "/" not in pod or pod in skip_pods:
             return None
+        if provisioned:
+            # Only the same pod, still pending or placed on another node, leaves the
+            # annotations of a provisioned claim to release.
+            placed = cluster.pods.get(pod)
+            if placed is None or placed.meta.uid != uid or placed.node_name == node:
+                return None
         return by_pod.setdefault(pod, Intent(pod, uid, node))
 
     for pv in cluster.pvs.values():
@@ -77,9 +87,9 @@ def intents_in_the_api(cluster: ClusterCache, skip_pods: set[str]) -> list[Inten
             )
     for claim in cluster.pvcs.values():
         annotation = claim.meta.annotations.get(ANN_BINDING_INTENT)
-        if annotation is None or claim.volume_name:
+        if annotation is None:
             continue
-        intent = intent_of(annotation)
+        intent = intent_of(annotation, provisioned=bool(claim.volume_name))
         if intent is not None:
             intent.provisions.append({"claim": claim.key})
     return list(by_pod.values())
@@ -154,6 +164,9 @@ async def _resolve_api_intent(binder: Binder, intent: Intent, report: RecoveryRe
 
 
 async def _pod_is_bound(binder: Binder, intent: Intent) -> bool:
+    """Whether the intent's pod is bound on the intent's node. A pod bound elsewhere
+    (placed again after its first binding was abandoned) leaves the intent to undo:
+    undo keeps whatever got bound and releases only what still names the claim."""
     namespace, name = intent.pod.split("/", 1)
     try:
         pod = await binder.client.get("Pod", name, namespace)
@@ -162,4 +175,5 @@ async def _pod_is_bound(binder: Binder, intent: Intent) -> bool:
     uid = (pod.get("metadata") or {}).get("uid")
     if intent.pod_uid and uid != intent.pod_uid:
         return False
-    return bool((pod.get("spec") or {}).get("nodeName"))
+    node = (pod.get("spec") or {}).get("nodeName")
+    return bool(node) and (not intent.node or node == intent.node)
