@@ -20,7 +20,7 @@ packages.
 from volsched.emulator.access import AccessTable, User
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.errors import ApiError
-from volsched.emulator.faults import Faults, RequestRecord
+from volsched.emulator.faults import Faults, RequestRecord, Tripwire, WriteRequest
 from volsched.emulator.kubeconfig import write_kubeconfig
 from volsched.emulator.server import ApiServer
 
@@ -31,6 +31,8 @@ __all__ = [
     "ControllerSettings",
     "Faults",
     "RequestRecord",
+    "Tripwire",
     "User",
+    "WriteRequest",
     "write_kubeconfig",
 ]

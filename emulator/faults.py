@@ -7,13 +7,21 @@ silent — no events, no bookmarks — for a while, then delivers what queued up
 the next requests matching a method and a regular expression (searched in the path with
 its query string) with an error Status instead of serving them.  ``request_log`` records
 every request's method, path, query and status, so a test can assert what a client did.
+
+``trip`` arms a tripwire on writes (POST, PUT, PATCH, DELETE): on the n-th write it
+matches, its action runs either just before the write is served — the write is then
+refused with 503 and never applied — or just after the write was applied, before the
+answer is sent.  A crash test's action kills the client there, so the client dies with
+the write not made, or made but never acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from volsched.emulator.store import Store
 
@@ -35,6 +43,37 @@ class InjectedFailure:
     message: str
 
 
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass(frozen=True, slots=True)
+class WriteRequest:
+    """A write as a tripwire sees it; ``body`` is the parsed JSON (None if not JSON)."""
+
+    method: str
+    path: str
+    body: Any
+
+
+# Called with the write and, for a tripwire that fires after the write, the status it
+# was answered with (None before).  The server cancels a request's handler when its
+# connection drops, so an action that kills the client may be cancelled at its first
+# await: do what must happen before awaiting.
+TripAction = Callable[[WriteRequest, int | None], Awaitable[None]]
+
+
+@dataclass(slots=True, eq=False)
+class Tripwire:
+    """What ``trip`` armed: how many matching writes it has seen, and whether it fired."""
+
+    matches: Callable[[WriteRequest], bool]
+    action: TripAction
+    nth: int
+    after: bool
+    seen: int = 0
+    fired: bool = False
+
+
 class Faults:
     # A long-running demo must not grow without bound: the oldest records go first.
     request_log_limit = 50_000
@@ -42,6 +81,7 @@ class Faults:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._failures: list[InjectedFailure] = []
+        self._tripwires: list[Tripwire] = []
         self._stalled_until = 0.0
         self.request_log: list[RequestRecord] = []
 
@@ -90,6 +130,49 @@ class Faults:
                 return failure
         return None
 
+    def trip(
+        self,
+        matches: Callable[[WriteRequest], bool],
+        action: TripAction,
+        *,
+        nth: int = 1,
+        after: bool = False,
+    ) -> Tripwire:
+        """Run ``action`` once, on the ``nth`` write for which ``matches`` is true (counted
+        from now), before serving it (``after=False``) or after (``after=True``).
+
+        ``matches`` is called once for every write while the tripwire is armed.  Before:
+        once the action returns, the write is answered 503 and not applied.  After: the
+        write is served as usual (applied, or refused by the server's own checks) and the
+        action runs before the answer leaves.
+        """
+        if nth < 1:
+            raise ValueError("nth must be at least 1")
+        tripwire = Tripwire(matches, action, nth, after)
+        self._tripwires.append(tripwire)
+        return tripwire
+
+    def disarm(self, tripwire: Tripwire) -> None:
+        if tripwire in self._tripwires:
+            self._tripwires.remove(tripwire)
+
+    def tripwires_armed(self) -> bool:
+        return bool(self._tripwires)
+
+    def take_tripwire(self, write: WriteRequest) -> Tripwire | None:
+        """Count the write against each armed tripwire it matches; the first whose count
+        it reaches is disarmed and returned, to be fired by the caller."""
+        fired: Tripwire | None = None
+        for tripwire in list(self._tripwires):
+            if not tripwire.matches(write):
+                continue
+            tripwire.seen += 1
+            if fired is None and tripwire.seen >= tripwire.nth:
+                self._tripwires.remove(tripwire)
+                tripwire.fired = True
+                fired = tripwire
+        return fired
+
     def record(self, record: RequestRecord) -> None:
         self.request_log.append(record)
         if len(self.request_log) > self.request_log_limit:
@@ -111,7 +194,8 @@ class Faults:
         ]
 
     def reset(self) -> None:
-        """Drop pending failures, end any stall and clear the request log."""
+        """Drop pending failures and tripwires, end any stall and clear the request log."""
         self._failures.clear()
+        self._tripwires.clear()
         self._stalled_until = 0.0
         self.request_log.clear()

@@ -2,8 +2,8 @@
 the controllers — and the helpers tests use to seed and inspect it.
 
 One catch-all route hands every request to ``handlers``; a middleware answers injected
-failures, turns any exception into a Status (never an HTML page or a traceback), and
-records each request in ``faults.request_log``.
+failures, fires tripwires around writes, turns any exception into a Status (never an
+HTML page or a traceback), and records each request in ``faults.request_log``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,14 @@ from volsched.emulator.access import AccessTable, access_routes
 from volsched.emulator.controller_manager import ControllerManager
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.errors import MODIFIED, ApiError, reason_for
-from volsched.emulator.faults import Faults, InjectedFailure, RequestRecord
+from volsched.emulator.faults import (
+    WRITE_METHODS,
+    Faults,
+    InjectedFailure,
+    RequestRecord,
+    Tripwire,
+    WriteRequest,
+)
 from volsched.emulator.handlers import ON_OPEN, Handlers, error_response, parse_target
 from volsched.emulator.raw import Raw, clone, mapping
 from volsched.emulator.registry import Registry, serve
@@ -215,10 +222,20 @@ class ApiServer:
                 )
 
         request[ON_OPEN] = record
+        tripwire: Tripwire | None = None
+        write = WriteRequest(request.method, request.path, None)
         try:
             failure = self.faults.take_failure(request.method, request.path_qs)
             if failure is not None:
                 raise self._injected(failure, request)
+            if request.method in WRITE_METHODS and self.faults.tripwires_armed():
+                # The body is read once here; aiohttp keeps it for the handler.
+                write = WriteRequest(request.method, request.path, await _json_body(request))
+                tripwire = self.faults.take_tripwire(write)
+                if tripwire is not None and not tripwire.after:
+                    record(503)
+                    await tripwire.action(write, None)
+                    raise ApiError(503, "ServiceUnavailable", "the write was dropped by a tripwire")
             response = await handler(request)
         except ApiError as error:
             response = error_response(error)
@@ -232,7 +249,16 @@ class ApiServer:
                 ApiError(500, "InternalError", f"Internal error occurred: {exc}")
             )
         record(response.status)
+        if tripwire is not None and tripwire.after:
+            await tripwire.action(write, response.status)
         return response
+
+
+async def _json_body(request: web.Request) -> object:
+    try:
+        return json.loads(await request.read())
+    except ValueError:
+        return None
 
 
 def _json_value(value: object) -> str:

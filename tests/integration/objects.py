@@ -6,6 +6,8 @@ from typing import Any
 
 Raw = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
+STORAGE_API = "volsched.io/v1alpha1"
+GI = 2**30
 
 
 def node(name: str, zone: str = "zone-a", cpu: str = "4") -> Raw:
@@ -96,5 +98,28 @@ def pod(
                 {"name": f"v{i}", "persistentVolumeClaim": {"claimName": c}}
                 for i, c in enumerate(claims)
             ],
+        },
+    }
+
+
+def storage_node(name: str, gibibytes: int = 100) -> Raw:
+    """volsched's StorageNode with one schedulable disk ``d1``, empty and ready."""
+    return {
+        "apiVersion": STORAGE_API,
+        "kind": "StorageNode",
+        "metadata": {"name": name},
+        "spec": {
+            "allowScheduling": True,
+            "disks": {"d1": {"path": "/mnt/d1", "allowScheduling": True}},
+        },
+        "status": {
+            "ready": True,
+            "disks": {
+                "d1": {
+                    "storageMaximum": gibibytes * GI,
+                    "storageAvailable": gibibytes * GI,
+                    "storageScheduled": 0,
+                }
+            },
         },
     }

@@ -7,33 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from tests.integration.conftest import Cluster, eventually
-from tests.integration.objects import node
+from tests.integration.objects import node, storage_node
 
 Raw = dict[str, Any]
 GI = 2**30
 API = "volsched.io/v1alpha1"
-
-
-def storage_node(name: str) -> Raw:
-    return {
-        "apiVersion": API,
-        "kind": "StorageNode",
-        "metadata": {"name": name},
-        "spec": {
-            "allowScheduling": True,
-            "disks": {"d1": {"path": "/mnt/d1", "allowScheduling": True}},
-        },
-        "status": {
-            "ready": True,
-            "disks": {
-                "d1": {
-                    "storageMaximum": 100 * GI,
-                    "storageAvailable": 100 * GI,
-                    "storageScheduled": 0,
-                }
-            },
-        },
-    }
 
 
 def replica(name: str, volume: str, node_name: str = "", **spec: Any) -> Raw:
@@ -110,9 +88,7 @@ async def test_a_failed_write_hands_its_promised_space_back(cluster: Cluster) ->
     # find no disk for the missing replica.
     objects: list[Raw] = []
     for name, zone in {"n-a": "zone-a", "n-b": "zone-b"}.items():
-        storage = storage_node(name)
-        storage["status"]["disks"]["d1"].update(storageMaximum=15 * GI, storageAvailable=15 * GI)
-        objects += [node(name, zone), storage]
+        objects += [node(name, zone), storage_node(name, gibibytes=15)]
     objects += [
         {
             "apiVersion": API,
