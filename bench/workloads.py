@@ -538,7 +538,7 @@ def memory(ctx: Context) -> Outcome:
         ),
         target(
             f"daemon process peak RSS, {daemon['nodes']} nodes / {daemon['pods']} pods / "
-            f"{daemon['pvs']} PVs (not the issue's figure; for comparison)",
+            f"{daemon['pvs']} PVs",
             "≤ 600 MB",
             daemon["peak_rss_mb"],
             "MB",

@@ -135,6 +135,9 @@ class SchedulingLoop:
             self._failed(decision, started)
             return
         record_cycle(self.tracer, decision, "scheduled")
+        # The binding may wait minutes for slow storage, with thousands of others: it
+        # keeps the decision, not why each other node was passed over.
+        decision.forget_diagnosis()
         started_flag: list[bool] = []
         task = asyncio.create_task(self._bind(decision, started, started_flag), name=f"bind {key}")
         self._bindings.add(task)

@@ -61,6 +61,17 @@ class Decision:
     # (extension point, start ns, end ns): what tracing shows; never read by a decision.
     phases: list[tuple[str, int, int]] = field(default_factory=list)
 
+    def forget_diagnosis(self) -> None:
+        """Drop what explains the choice (per-node reasons and scores), keeping what
+        the binding needs: the pod, the node and the cycle state to undo it."""
+        self.filtered = {}
+        self.rejected_by = {}
+        self.rejected_plugin = {}
+        self.unresolvable_nodes = set()
+        self.evaluated = []
+        self.scores = {}
+        self.priority_scores = {}
+
     @property
     def score_parts(self) -> dict[str, dict[str, int]]:
         """Per feasible node, each priority's normalized score (before its weight)."""

@@ -153,6 +153,9 @@ class VolumeBinding:
             return error(str(problem))
         for check, plan in self._plans(data.assumed):
             check.commit(plan)
+        # The other nodes' candidate volumes are not needed any more, and a binding that
+        # waits minutes for slow storage would hold them all that time.
+        data.by_node = {node_name: volumes}
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
