@@ -45,6 +45,7 @@ from volsched.cache.store import journal as journal_sql
 from volsched.cache.store import schema
 from volsched.cache.store.connecting import create_store_engine
 from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
+from volsched.cache.store.group_commit import EntryToOpen, GroupCommit
 from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.loading import StoredState, read_state
@@ -114,6 +115,7 @@ class Store:
         self._flusher = asyncio.get_running_loop().create_task(
             self._flush_forever(), name=f"volsched-store-flush:{path.name}"
         )
+        self._opening = GroupCommit(self._insert_entries, self.journal_close)
 
     @classmethod
     async def open(
@@ -257,15 +259,25 @@ class Store:
     async def journal_open(
         self, pod: str, node: str, intent: Mapping[str, Any], *, state: str = journal_sql.OPEN
     ) -> int:
-        """Record a binding cycle's intent; committed when this returns. Its id."""
+        """Record a binding cycle's intent; committed when this returns. Its id.
+
+        Intents opened at the same time share one transaction and one fsync (see
+        ``group_commit``)."""
         self._check_open()
         body = journal_sql.encode_intent(intent)
+        return await self._opening.open(EntryToOpen(pod, node, body, state))
+
+    async def _insert_entries(self, entries: list[EntryToOpen]) -> list[int]:
+        now = self._clock()
         async with self._journal_write("opening a journal entry") as connection:
-            entry_id = await journal_sql.insert_entry(
-                connection, pod, node, body, state, self._clock()
-            )
-        self._journal_depth += 1
-        return entry_id
+            ids = [
+                await journal_sql.insert_entry(
+                    connection, entry.pod, entry.node, entry.intent, entry.state, now
+                )
+                for entry in entries
+            ]
+        self._journal_depth += len(ids)
+        return ids
 
     async def journal_update(
         self,
@@ -391,6 +403,7 @@ class Store:
         """Flush what is queued, then release the file. Idempotent."""
         if self._closed:
             return
+        await self._opening.idle()
         self._closed = True
         try:
             await self._stop_flusher()
@@ -403,6 +416,7 @@ class Store:
         lost, the journal is not. For a fatal shutdown, and for tests of recovery."""
         if self._closed:
             return
+        await self._opening.idle()
         self._closed = True
         try:
             await self._stop_flusher()
