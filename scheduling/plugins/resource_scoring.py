@@ -71,6 +71,10 @@ class ResourceAllocationScore:
         self.strategy = strategy or ScoringStrategy()
         self._key = f"PreScore{self.name}"
         self._shape = scale_shape(self.strategy.shape)
+        # What a node remembers this plugin's scores under: the whole strategy (type,
+        # resources, weights, shape), since profiles with other strategies score the
+        # same nodes of the same cache.
+        self._memo_tag = f"{self.name} {self.strategy!r}"
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         state.write(self._key, self._prepared(pod))
@@ -80,7 +84,7 @@ class ResourceAllocationScore:
         """The pod's requests, and the key a node remembers its score under (a string:
         Python hashes it once)."""
         requests = self._pod_requests(pod)
-        return requests, f"{self.name}.{self.strategy.type} {requests!r}"
+        return requests, f"{self._memo_tag} {requests!r}"
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         wanted = []

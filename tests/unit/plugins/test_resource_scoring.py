@@ -227,3 +227,23 @@ def _requests(cpu: int, gi: int) -> dict[str, str]:
     return {
         name: value for name, value in (("cpu", str(cpu)), ("memory", f"{gi}Gi")) if value[0] != "0"
     }
+
+
+def test_profiles_with_other_strategies_never_share_a_remembered_score() -> None:
+    """Two profiles of one daemon score the same nodes of the same cache: a node
+    remembers scores per pod shape, and each strategy must get its own."""
+    nodes = [node("n1", "4", "10000Mi"), node("n2", "8", "10000Mi")]
+    incoming = parse(pod("p", spec=THREE_CPU_5000MI))
+    strategies = [
+        ScoringStrategy(LEAST_ALLOCATED, CPU_MEMORY),
+        ScoringStrategy(LEAST_ALLOCATED, (("cpu", 3), ("memory", 1))),
+        ScoringStrategy(MOST_ALLOCATED, CPU_MEMORY),
+    ]
+    alone = []
+    for strategy in strategies:
+        own = cluster(*nodes)
+        alone.append(scores(ResourceAllocationScore(own, strategy), incoming, own))
+    shared = cluster(*nodes)
+    together = [scores(ResourceAllocationScore(shared, s), incoming, shared) for s in strategies]
+    assert together == alone
+    assert alone[0] != alone[1]
