@@ -29,7 +29,7 @@ from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.plugins.storage_locality import VolumeLocality, pod_storage
 from volsched.scheduling.preemption.nominated import clone_node
-from volsched.scheduling.preemption.post_filter import node_fits
+from volsched.scheduling.preemption.post_filter import active_filters, node_fits
 
 log = logging.getLogger("volsched.extender")
 
@@ -292,9 +292,8 @@ class Extender:
         pods = field(entry, "Pods") if isinstance(entry, Mapping) else None
         uids = {str(field(p, "UID") or "") for p in (pods or []) if isinstance(p, Mapping)}
         leaving = [key for key, other in info.pods.items() if other.meta.uid in uids - {""}]
-        status = node_fits(
-            self.scheduler.profile, decision.state, decision.pod, clone_node(info, leaving)
-        )
+        checks = active_filters(self.scheduler.profile, decision.state)
+        status = node_fits(checks, decision.state, decision.pod, clone_node(info, leaving))
         return status is None or status.plugin not in VOLUME_PLUGINS
 
 

@@ -8,13 +8,14 @@ node by upstream's ordering. The messages are kube-scheduler's PostFilter texts.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import FilterPlugin
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Decision, Scheduler, fit_error_message
 from volsched.scheduling.framework.status import Code, Status
@@ -48,18 +49,22 @@ class Preemption:
     clear_nomination: bool = False
 
 
+def active_filters(profile: Profile, state: CycleState) -> list[FilterPlugin]:
+    """The profile's filters this cycle runs (those its PreFilters did not skip)."""
+    return [p.plugin for p in profile.predicates if p.plugin.name not in state.skip_filter]
+
+
 def node_fits(
-    profile: Profile,
+    checks: Sequence[FilterPlugin],
     state: CycleState,
     pod: Pod,
     info: NodeInfo,
     nominated: NominatedPods | None = None,
     priority_of: Callable[[Pod], int] | None = None,
 ) -> Status | None:
-    """Every filter of the profile on one node state (upstream's
+    """``checks`` (see ``active_filters``) on one node state (upstream's
     RunFilterPluginsWithNominatedPods): with the nominated pods that outrank the pod
     first, then as the node is; None when the pod fits both ways."""
-    checks = [p.plugin for p in profile.predicates if p.plugin.name not in state.skip_filter]
 
     def run(node: NodeInfo) -> Status | None:
         for plugin in checks:
@@ -153,13 +158,13 @@ class Preemptor:
         ordered = potential[offset:] + potential[:offset]
         budgets = list(self.cluster.disruption_budgets.values())
         priority_of = self.cluster.pod_priority
-        profile = self.scheduler.profile
         state = decision.state
+        checks = active_filters(self.scheduler.profile, state)
         errors: list[str] = []
         free_of_violations = 0
 
         def fits(node: NodeInfo) -> Status | None:
-            return node_fits(profile, state, pod, node, self.nominated, priority_of)
+            return node_fits(checks, state, pod, node, self.nominated, priority_of)
 
         for info in ordered:
             victims, status = select_victims_on_node(info, pod, priority_of, budgets, fits)

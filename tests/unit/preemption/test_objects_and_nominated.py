@@ -13,7 +13,7 @@ from tests.unit.preemption.builders import budget, running, scheduler_for
 from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.preemption.nominated import NominatedPods
-from volsched.scheduling.preemption.post_filter import node_fits
+from volsched.scheduling.preemption.post_filter import active_filters, node_fits
 
 
 def test_a_budget_is_read_with_its_selector_allowance_and_disrupted_pods() -> None:
@@ -80,8 +80,9 @@ def test_nominated_pods_count_on_their_node(nominated_priority: int, fits: bool)
     nominated = NominatedPods.from_pods([_nominated(cache.pending["default/waiting"], "n1")])
     new = cache.pending["default/new"]
     decision = scheduler.find_node(new)
+    checks = active_filters(scheduler.profile, decision.state)
     status = node_fits(
-        scheduler.profile, decision.state, new, cache.nodes["n1"], nominated, cache.pod_priority
+        checks, decision.state, new, cache.nodes["n1"], nominated, cache.pod_priority
     )
     assert (status is None) == fits
     # The cache's own node is never changed by the check.
