@@ -237,10 +237,9 @@ class Extender:
             reasons = "; ".join(decision.filtered.get(node, [])) or decision.message or "infeasible"
             return {"Error": f"node {node} cannot take pod {namespace}/{name}: {reasons}"}
         decision.node = node
-        status = self.scheduler.reserve(decision.state, pod, node)
-        if not status.is_success:
-            return {"Error": status.message}
-        self.scheduler.cluster.assume_pod(pod, node)
+        self.scheduler.commit(decision)
+        if decision.node is None:
+            return {"Error": decision.message or f"reserving {node} failed"}
         # The binding cycle runs to its end even if kube-scheduler stops waiting: a cycle
         # cut in the middle would leave half-written volumes behind.
         task = asyncio.ensure_future(self.bind(decision))

@@ -69,13 +69,7 @@ def _schedule_on(scheduler: Scheduler, pod: Pod, node_name: str) -> Decision:
     decision = scheduler.find_node(pod, only={node_name})
     if decision.node is None:
         return scheduler.schedule(pod)
-    status = scheduler.reserve(decision.state, pod, decision.node)
-    if not status.is_success:
-        decision.error = decision.message = status.message
-        decision.node = None
-        return decision
-    scheduler.cluster.assume_pod(pod, decision.node)
-    return decision
+    return scheduler.commit(decision)
 
 
 def decide_with_preemption(scheduler: Scheduler, preemptor: Preemptor, pod: Pod) -> PodOutcome:

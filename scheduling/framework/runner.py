@@ -129,7 +129,12 @@ class Scheduler:
 
     def schedule(self, pod: Pod) -> Decision:
         """Decide one pod and, when a node is chosen, reserve it (assume)."""
-        decision = self.find_node(pod)
+        return self.commit(self.find_node(pod))
+
+    def commit(self, decision: Decision) -> Decision:
+        """Reserve the node a ``find_node`` chose and assume the pod there; a failed
+        Reserve leaves the decision without a node, with the error."""
+        pod = decision.pod
         if decision.node is not None:
             started = self.clock_ns()
             status = self.reserve(decision.state, pod, decision.node)
