@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
@@ -127,6 +128,22 @@ class Cluster:
             for e in self.server.list("Event", namespace)
             if (e.get("involvedObject") or {}).get("name") == name
         ]
+
+    async def kill_daemon_once(
+        self, objects: list[Raw], condition: Callable[[], Any], what: str
+    ) -> None:
+        """Run the daemon as a process, load ``objects``, and SIGKILL it as soon as
+        ``condition`` holds (a crash at a chosen point of its work)."""
+        process = await self.subprocess_daemon()
+        try:
+            self.server.load(objects)
+            await eventually(condition, timeout=20, what=what)
+            process.send_signal(signal.SIGKILL)
+            await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
 
     async def subprocess_daemon(
         self, *extra: str, env: dict[str, str] | None = None

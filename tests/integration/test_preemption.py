@@ -4,7 +4,6 @@ DisruptionTarget condition and Preempted event, waits for it to go, and binds th
 
 from __future__ import annotations
 
-import signal
 from typing import Any
 
 from tests.integration.conftest import Cluster, eventually
@@ -90,20 +89,12 @@ async def test_a_daemon_killed_after_evicting_and_before_binding_converges(
     """SIGKILL once the victim is being deleted and the pod nominated, before any
     binding; the victim then goes. The next leader sees the nomination and places the
     pod where the victim was."""
-    server = cluster.server
     scene(cluster)
-    process = await cluster.subprocess_daemon()
-    try:
-        server.load([with_priority(pod("db", ("data",), cpu="2"), 1000)])
-        await eventually(
-            lambda: victim_marked(cluster), timeout=20, what="the victim marked for deletion"
-        )
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    await cluster.kill_daemon_once(
+        [with_priority(pod("db", ("data",), cpu="2"), 1000)],
+        lambda: victim_marked(cluster),
+        "the victim marked for deletion",
+    )
     assert cluster.pod("db")["status"]["nominatedNodeName"] == "node-1"
     assert cluster.node_of("db") is None
     kubelet_finishes(cluster)

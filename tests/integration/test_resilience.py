@@ -67,23 +67,12 @@ async def test_watch_cut_expiry_and_stall_all_converge(cluster: Cluster) -> None
 async def kill_after_prebind(cluster: Cluster, workload: dict[str, object], pv: str) -> None:
     """Run the daemon as a process, create the pod, and SIGKILL the daemon as soon as the
     API server has accepted its PV prebind (it is then waiting for the PV controller)."""
-    server = cluster.server
-    process = await cluster.subprocess_daemon()
-    try:
-        server.load([workload])
-        await eventually(
-            lambda: any(
-                r.status == 200 for r in server.faults.requests("PUT", rf"/persistentvolumes/{pv}$")
-            ),
-            timeout=20,
-            what="the daemon prebinding the PV",
-        )
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    faults = cluster.server.faults
+    await cluster.kill_daemon_once(
+        [workload],
+        lambda: any(r.status == 200 for r in faults.requests("PUT", rf"/persistentvolumes/{pv}$")),
+        "the daemon prebinding the PV",
+    )
 
 
 async def server_delete(cluster: Cluster, name: str) -> None:
