@@ -278,8 +278,7 @@ class Daemon:
             except ApiError:
                 # Absent CRD, or the server is away: the watch finds out and relists.
                 return
-            if version.isdigit():
-                watcher.state.catch_up_to = int(version)
+            watcher.catch_up_to(version)
 
         await asyncio.gather(*(target(w) for w in self.watchers))
 
@@ -378,26 +377,56 @@ class Daemon:
             self.store.delete_assumed(kind, key)
         self._restored.clear()
 
-    async def start(self, serve_http: bool = True) -> None:
-        await self.check_cluster_identity()
-        await self.load_from_disk()
-        watch = self.options.watch
+    def _open_watches(self, resume: Mapping[str, str], loaded: asyncio.Event) -> None:
         for kind in (*CORE_KINDS, *STORAGE_KINDS):
             watcher = KindWatcher(
                 kind,
                 self.client,
                 self.ingest,
                 self.store,
-                watch,
-                resume_from=self._resume.get(kind, "") if self.warm else "",
+                self.options.watch,
+                resume_from=resume.get(kind, ""),
                 on_restart=lambda k: self.metrics.watch_restarts.labels(kind=k).inc(),
                 optional=kind in STORAGE_KINDS,
+                apply_after=loaded,
             )
             self.watchers.append(watcher)
-        if self.warm:
-            await self._set_catch_up_targets()
-        for watcher in self.watchers:
-            self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {watcher.kind}"))
+            self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {kind}"))
+
+    async def _close_watches(self) -> None:
+        watching = [t for t in self._tasks if t.get_name().startswith("watch ")]
+        for task in watching:
+            task.cancel()
+        await asyncio.gather(*watching, return_exceptions=True)
+        self._tasks = [t for t in self._tasks if t not in watching]
+        self.watchers.clear()
+
+    async def start(self, serve_http: bool = True) -> None:
+        await self.check_cluster_identity()
+        # The resumed watches open first and take the API server's current version as
+        # their catch-up target while the stored cache loads: the bookmark that proves a
+        # quiet kind caught up comes due during the load, not after it. Nothing they
+        # bring is applied before the load is done.
+        loaded = asyncio.Event()
+        resumed = await self.store.peek_resume_points()
+        targets: asyncio.Task[None] | None = None
+        if resumed:
+            self._open_watches(resumed, loaded)
+            targets = asyncio.create_task(self._set_catch_up_targets())
+        await self.load_from_disk()
+        if resumed and (not self.warm or self._resume != resumed):
+            # The load judged the file otherwise (rebuilt, empty): start over from it.
+            if targets is not None:
+                await asyncio.gather(targets, return_exceptions=True)
+            await self._close_watches()
+            targets = None
+        if not self.watchers:
+            self._open_watches(self._resume if self.warm else {}, loaded)
+            if self.warm:
+                targets = asyncio.create_task(self._set_catch_up_targets())
+        if targets is not None:
+            await targets
+        loaded.set()
         if serve_http:
             self._runner = await serve_daemon_http(
                 self.settings.http, self.client, self.health(), extender_routes(self.extender)

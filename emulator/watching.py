@@ -6,7 +6,8 @@ or — when that history is gone — sends one ERROR event carrying a 410 Expire
 (HTTP status stays 200, as upstream).  With selectors, a change that makes an object
 stop matching is sent as DELETED (the previous content, the new resourceVersion) and one
 that makes it start matching as ADDED.  ``allowWatchBookmarks`` adds BOOKMARK events
-whose object holds only ``kind``, ``apiVersion`` and ``metadata.resourceVersion``.
+whose object holds only ``kind``, ``apiVersion`` and ``metadata.resourceVersion``, sent
+every bookmark interval and once two seconds before ``timeoutSeconds`` ends the stream.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from volsched.emulator.registry import serve
 from volsched.emulator.resources import ResourceType
 from volsched.emulator.selectors import Matcher
 from volsched.emulator.store import ADDED, DELETED, MODIFIED, Change, Expired, Store, Subscription
+
+# kube-apiserver bookmarks a watch this long before its timeoutSeconds ends it.
+PRE_TIMEOUT_BOOKMARK_SECONDS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +131,7 @@ class WatchStream:
         loop = asyncio.get_running_loop()
         timeout = self.request.timeout_seconds
         deadline = loop.time() + timeout if timeout is not None else None
-        interval = self.bookmark_interval_seconds
-        next_bookmark = loop.time() + interval if self.request.bookmarks else None
+        next_bookmark = self._next_bookmark(loop.time(), deadline)
         await self._wait_out_stall(subscription, deadline)
         for change in replay:
             if subscription.ended.is_set():
@@ -150,7 +153,7 @@ class WatchStream:
                 if next_bookmark is not None and loop.time() >= next_bookmark:
                     if subscription.queue.empty():
                         await self._send_bookmark(response)
-                    next_bookmark = loop.time() + interval
+                    next_bookmark = self._next_bookmark(loop.time(), deadline, after=next_bookmark)
                 continue
             if item is None:
                 return
@@ -158,6 +161,24 @@ class WatchStream:
             if subscription.ended.is_set():
                 return
             await self._send_change(response, item)
+
+    def _next_bookmark(
+        self, now: float, deadline: float | None, after: float | None = None
+    ) -> float | None:
+        """When the next bookmark is due, as kube-apiserver's watch cache has it: every
+        interval, or two seconds before the watch's deadline when that is sooner (once,
+        and never when that moment has passed)."""
+        if not self.request.bookmarks:
+            return None
+        due = now + self.bookmark_interval_seconds
+        if deadline is None:
+            return due
+        before_deadline = deadline - PRE_TIMEOUT_BOOKMARK_SECONDS
+        if after is not None and after >= before_deadline:
+            return None
+        if before_deadline < due:
+            return before_deadline if before_deadline >= now else None
+        return due
 
     async def _send_bookmark(self, response: web.StreamResponse) -> None:
         resource = self.request.resource

@@ -381,6 +381,20 @@ class Store:
             raise store_error(self.path, "reading the file's identity", error) from None
         return None if row is None else str(row[0])
 
+    async def peek_resume_points(self) -> dict[str, str]:
+        """The stored watch resume points, read on their own so the watches can open
+        while the objects load. Empty when they cannot be read: ``load`` is the read that
+        judges the file, and says why."""
+        self._check_open()
+        await self.flush()
+        table = schema.resume_points
+        try:
+            async with self._engine.connect() as connection:
+                rows = await connection.execute(sa.select(table.c.kind, table.c.resource_version))
+                return {str(kind): str(version) for kind, version in rows}
+        except SQLAlchemyError:
+            return {}
+
     async def write_meta(self, key: str, value: str) -> None:
         self._check_open()
         async with self._journal_write("recording the file's identity") as connection:

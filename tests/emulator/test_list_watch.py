@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
+
 from tests.emulator.support import Api, node, pod
-from volsched.emulator import ApiServer
+from volsched.emulator import ApiServer, ControllerSettings
 
 PODS = "/api/v1/namespaces/default/pods"
 
@@ -269,3 +271,42 @@ async def test_legacy_watch_paths(api: Api) -> None:
         assert response.status == 200
         lines = (await response.read()).splitlines()
     assert len(lines) == 1 and b'"name":"p2"' in lines[0]
+
+
+async def test_a_bookmark_comes_two_seconds_before_the_deadline_when_that_is_sooner() -> None:
+    """kube-apiserver bookmarks a watcher once a minute, or two seconds before its
+    timeoutSeconds when that is sooner: a 3 s watch has its bookmark after about 1 s, a
+    1 s watch has none, and a long watch waits for the interval."""
+    emulator = ApiServer(controllers=ControllerSettings.none(), bookmark_interval_seconds=60)
+    await emulator.start()
+    loop = asyncio.get_running_loop()
+    try:
+        async with aiohttp.ClientSession(emulator.url) as session:
+            api = Api(session)
+            started = loop.time()
+            short = await api.watch(
+                PODS, resourceVersion="0", allowWatchBookmarks="true", timeoutSeconds="3"
+            )
+            try:
+                event = await short.next(2.5)
+                assert event["type"] == "BOOKMARK"
+                assert 0.8 < loop.time() - started < 1.8
+                assert await short.until_eof(3.0) == []
+            finally:
+                short.close()
+            brief = await api.watch(
+                PODS, resourceVersion="0", allowWatchBookmarks="true", timeoutSeconds="1"
+            )
+            try:
+                assert await brief.until_eof(2.0) == []
+            finally:
+                brief.close()
+            long = await api.watch(
+                PODS, resourceVersion="0", allowWatchBookmarks="true", timeoutSeconds="300"
+            )
+            try:
+                assert await long.silent_for(1.5)
+            finally:
+                long.close()
+    finally:
+        await emulator.stop()

@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 import time
+from pathlib import Path
 
 import aiohttp
 import pytest
@@ -15,7 +16,7 @@ import pytest
 from tests.integration.conftest import FAST, Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
 from volsched.daemon.config import DatabaseSettings
-from volsched.emulator import ControllerSettings
+from volsched.emulator import ApiServer, ControllerSettings
 
 BASE = [node("node-1", "zone-a"), node("node-2", "zone-b"), storage_class("local")]
 
@@ -176,6 +177,35 @@ async def test_warm_restart_waits_for_its_watches_to_catch_up_before_it_is_ready
         session.get(f"http://127.0.0.1:{second.http_port}/readyz") as response,
     ):
         assert response.status == 200
+
+
+async def test_warm_restart_catches_up_in_seconds_when_bookmarks_come_once_a_minute(
+    tmp_path: Path,
+) -> None:
+    """kube-apiserver bookmarks a watch once a minute. A resumed watch of a kind that
+    did not change while the daemon was away has no event to prove it caught up; its
+    first watch is short, so the bookmark two seconds before its deadline does, and the
+    warm start is ready in seconds instead of a minute. What changed while it was away
+    is in the cache by then."""
+    server = ApiServer(controllers=FAST, bookmark_interval_seconds=60)
+    await server.start()
+    cluster = Cluster(server, tmp_path)
+    try:
+        server.load([*BASE, local_pv("pv-1", "node-1")])
+        first = await cluster.start_daemon()
+        await cluster.stop_daemon(first)
+        volumes = server.registry.resource("", "v1", "persistentvolumes")
+        server.registry.delete(volumes, "", "pv-1")
+        server.load([local_pv("pv-2", "node-2")])
+        started = time.monotonic()
+        second = await asyncio.wait_for(cluster.start_daemon(silence_seconds=90.0), 15)
+        assert second.warm
+        assert time.monotonic() - started < 10
+        assert cache_pvs(cluster, second) == {"pv-2"}
+        assert all(w.state.synced for w in second.watchers)
+    finally:
+        await cluster.close()
+        await server.stop()
 
 
 @pytest.mark.parametrize("damage", ["delete", "garbage"])

@@ -1,0 +1,101 @@
+"""A resumed watch: when it counts as caught up, and that nothing it brings is applied
+before the stored cache has loaded (against the emulator over real HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.emulator.support import eventually, node
+from volsched.cache.cluster import ClusterCache
+from volsched.daemon.ingest import Ingest
+from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.watching import KindWatcher, WatchSettings
+from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    emulator = ApiServer(controllers=ControllerSettings.none(), bookmark_interval_seconds=60)
+    await emulator.start()
+    yield emulator
+    await emulator.stop()
+
+
+@pytest.fixture
+async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
+    connected = await KubeClient.connect(str(kubeconfig))
+    yield connected
+    await connected.close()
+
+
+def watcher(
+    client: KubeClient, resume_from: str, gate: asyncio.Event | None = None
+) -> tuple[KindWatcher, ClusterCache]:
+    cluster = ClusterCache()
+    ingest = Ingest(cluster, None, "volsched")
+    return KindWatcher(
+        "Node", client, ingest, None, WatchSettings(), resume_from, apply_after=gate
+    ), cluster
+
+
+@pytest.mark.parametrize(
+    ("resume_from", "target", "synced"),
+    [
+        ("40", "40", True),  # nothing happened since the resume point
+        ("41", "40", True),  # the resume point is newer than the target
+        ("39", "40", False),  # changes may be waiting in the stream
+        ("39", "garbage", False),  # no usable target: wait for the stream
+    ],
+)
+async def test_a_resume_point_at_or_past_the_target_has_nothing_to_catch_up(
+    client: KubeClient, resume_from: str, target: str, synced: bool
+) -> None:
+    watching, _ = watcher(client, resume_from)
+    watching.catch_up_to(target)
+    assert watching.state.synced is synced
+
+
+async def test_events_wait_for_the_stored_cache_and_the_bookmark_proves_the_catch_up(
+    server: ApiServer, client: KubeClient
+) -> None:
+    resume_from = str(server.store.revision)
+    server.load([node("n1")])
+    target = str(server.store.revision)
+    gate = asyncio.Event()
+    watching, cluster = watcher(client, resume_from, gate)
+    watching.catch_up_to(target)
+    task = asyncio.create_task(watching.watch_once())
+    try:
+        await asyncio.sleep(0.5)
+        # The stream has n1's ADDED, but the stored cache has not loaded: not applied.
+        assert cluster.nodes == {}
+        assert not watching.state.synced
+        gate.set()
+        await eventually(lambda: "n1" in cluster.nodes, what="n1 applied after the load")
+        # n1's event is at the target: caught up without waiting for a bookmark.
+        assert watching.state.synced
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_quiet_kind_is_caught_up_by_the_bookmark_of_its_short_first_watch(
+    server: ApiServer, client: KubeClient
+) -> None:
+    resume_from = str(server.store.revision)
+    server.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "moved-on"}}])
+    watching, cluster = watcher(client, resume_from)
+    watching.catch_up_to(str(server.store.revision))
+    assert not watching.state.synced
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    # The first watch ends by itself (3 s), its bookmark a second in; no Node changed.
+    await asyncio.wait_for(watching.watch_once(), 10)
+    assert watching.state.synced
+    assert loop.time() - started < 4
+    assert cluster.nodes == {}
