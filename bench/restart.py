@@ -33,7 +33,9 @@ from bench.e2e import (
 from bench.scenario import Scenario, generate, object_counts
 from volsched.emulator import ControllerSettings
 
-LOADED = re.compile(r"database .*: (\d+) objects loaded in ([0-9.]+)s \((warm|cold) start\)")
+LOADED = re.compile(
+    r"database .*: (\d+) objects loaded in ([0-9.]+)s \((warm|cold) start(, from the snapshot)?\)"
+)
 
 
 def import_floor_seconds(repeats: int) -> float:
@@ -59,7 +61,12 @@ def _disk_load(log_path: Path) -> dict[str, Any]:
     match = LOADED.search(log_path.read_text(errors="replace"))
     if match is None:
         return {}
-    return {"objects": int(match[1]), "seconds": float(match[2]), "start": match[3]}
+    return {
+        "objects": int(match[1]),
+        "seconds": float(match[2]),
+        "start": match[3],
+        "from_snapshot": match[4] is not None,
+    }
 
 
 async def _one_start(

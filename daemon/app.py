@@ -36,7 +36,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError, ConfigError, CorruptStore, NotFound, ObjectError
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.registry import KINDS
-from volsched.cache.store import OpenResult, Store, StoreStats
+from volsched.cache.store import OpenResult, Store, StoreStats, snapshot
 from volsched.daemon.binding import Binder, BindingSettings
 from volsched.daemon.config import Settings
 from volsched.daemon.extender import Extender, ExtenderSettings, extender_routes
@@ -178,6 +178,8 @@ class Daemon:
         self._resume: dict[str, str] = {}
         self._restored: list[tuple[str, str]] = []
         self.warm = False
+        # The stored layer 1 came from the parsed snapshot, not from parsing the rows.
+        self.loaded_from_snapshot = False
         self.discarded_foreign_state = False
         self.recovered: RecoveryReport | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -316,7 +318,7 @@ class Daemon:
     async def load_from_disk(self) -> None:
         started = time.perf_counter()
         try:
-            stored = await self.store.load()
+            stored = await self.store.load(snapshot_fingerprint=snapshot.fingerprint())
         except CorruptStore as problem:
             # One bad row must not become a crash loop: start over from a relist.
             moved = await self.store.rebuild(str(problem))
@@ -329,19 +331,28 @@ class Daemon:
             self.opened = OpenResult("rebuilt", moved, str(problem))
             stored = await self.store.load()
         count = 0
+        parsed = stored.snapshot
         for kind in (*CORE_KINDS, *STORAGE_KINDS):
+            if parsed is not None:
+                texts = parsed.raw.get(kind, {})
+                for key, view in parsed.views.get(kind, {}).items():
+                    self.ingest.apply_view(kind, view, texts.get(key))
+                    count += 1
+                continue
             for raw in stored.objects.get(kind, {}).values():
                 self.ingest.upsert(kind, raw, persist=False)
                 count += 1
         self.warm = count > 0 and bool(stored.resume_points)
+        self.loaded_from_snapshot = parsed is not None
         self._resume = dict(stored.resume_points)
         self._restore_assumptions(stored.assumed)
         log.info(
-            "database %s: %d objects loaded in %.2fs (%s start)",
+            "database %s: %d objects loaded in %.2fs (%s start%s)",
             self.settings.database.path,
             count,
             time.perf_counter() - started,
             "warm" if self.warm else "cold",
+            ", from the snapshot" if parsed is not None else "",
         )
 
     def _restore_assumptions(self, assumed: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
@@ -497,6 +508,23 @@ class Daemon:
         assert self._runner is not None
         return bound_port(self._runner)
 
+    async def _keep_snapshot(self) -> None:
+        """At a clean stop, the parsed cache for the next warm start (see
+        ``volsched.cache.store.snapshot``). Only a cache that had caught up is kept: one
+        cut short mid-relist holds a mix the rows do not."""
+        if not self.store.is_open or not self.watchers or not self.synced():
+            return
+        started = time.perf_counter()
+        body = snapshot.encode(self.ingest.views, self.ingest.raw)
+        if await self.store.write_snapshot(snapshot.fingerprint(), body):
+            log.info(
+                "database %s: snapshot of %d objects (%.1f MB) kept in %.2fs",
+                self.settings.database.path,
+                sum(len(views) for views in self.ingest.views.values()),
+                len(body) / 1e6,
+                time.perf_counter() - started,
+            )
+
     async def stop(self) -> None:
         """Stop taking pods, let bindings finish within the grace period, flush, close."""
         unfinished = await self.loop.drain(self.options.grace_seconds)
@@ -517,6 +545,7 @@ class Daemon:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self._keep_snapshot()
         await self.store.close()
         gc.unfreeze()
         if self._tracer_provider is not None:

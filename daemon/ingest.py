@@ -90,6 +90,9 @@ class Ingest:
         )
         self.store = store
         self.raw: dict[str, dict[str, str]] = {kind: {} for kind in RAW_KEPT}
+        # Layer 1 exactly as parsed, by kind and key (the cache shares these objects):
+        # what a clean stop keeps as the snapshot a warm start loads instead of parsing.
+        self.views: dict[str, dict[str, Any]] = {}
         self._on_error = on_error
         # Told (kind, key) after every change applied to the cache: binding cycles wait
         # on it for the PV controller instead of polling.
@@ -123,13 +126,20 @@ class Ingest:
         view = self._parse(kind, raw)
         if view is None:
             return
+        raw_text = json.dumps(raw, separators=(",", ":")) if kind in self.raw else None
+        self.apply_view(kind, view, raw_text)
+        if persist and self.store is not None:
+            self.store.put_object(kind, view.meta.key, raw)
+
+    def apply_view(self, kind: str, view: Any, raw_text: str | None = None) -> None:
+        """An object already parsed (from the snapshot, or by ``upsert``) into the cache,
+        waking what it wakes. ``raw_text`` is its JSON, for the kinds kept raw."""
         key = view.meta.key
         old = self.cluster.get(kind, key)
         self.cluster.upsert(kind, view)
-        if kind in self.raw:
-            self.raw[kind][key] = json.dumps(raw, separators=(",", ":"))
-        if persist and self.store is not None:
-            self.store.put_object(kind, key, raw)
+        self.views.setdefault(kind, {})[key] = view
+        if raw_text is not None and kind in self.raw:
+            self.raw[kind][key] = raw_text
         self._notify(kind, old, view)
 
     def delete(self, kind: str, raw: Mapping[str, Any], persist: bool = True) -> None:
@@ -139,6 +149,7 @@ class Ingest:
     def delete_key(self, kind: str, key: str, persist: bool = True) -> None:
         old = self.cluster.get(kind, key)
         self.cluster.delete(kind, key)
+        self.views.get(kind, {}).pop(key, None)
         if kind in self.raw:
             self.raw[kind].pop(key, None)
         if persist and self.store is not None:

@@ -2,9 +2,10 @@
 
 Per batch, in this order: each relisted kind is emptied and refilled, then the per-key
 puts and deletes of both layers, then the resume points, then the deletes of journal
-entries whose close had to wait (a full disk). All in one transaction, so a
-resume point on disk is never ahead of the objects it covers, and a relist is never half
-applied. Every statement is an executemany over the whole batch.
+entries whose close had to wait (a full disk). A batch that touches an object also
+deletes the snapshot of the parsed objects, which no longer mirrors them. All in one
+transaction, so a resume point on disk is never ahead of the objects it covers, and a
+relist is never half applied. Every statement is an executemany over the whole batch.
 
 Every write here is idempotent (upserts, deletes, whole-kind replaces), so a batch whose
 outcome is unknown (the commit was interrupted) is simply written again.
@@ -23,7 +24,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from volsched.cache.store.pending import Ops, PendingWrites
-from volsched.cache.store.schema import assumed, journal, objects, resume_points
+from volsched.cache.store.schema import assumed, journal, objects, resume_points, snapshot
 
 log = logging.getLogger("volsched.store")
 
@@ -65,6 +66,9 @@ async def write_batch(
 ) -> int:
     """Write a batch inside the caller's transaction; the number of rows touched."""
     written = 0
+    if relists or batch.objects:
+        # The snapshot mirrors the objects as they were: any change to them ends it.
+        await connection.execute(delete(snapshot))
     for kind, rows in relists.items():
         await connection.execute(delete(objects).where(objects.c.kind == kind))
         if rows:

@@ -10,18 +10,22 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, Table, select
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import CorruptStore
 from volsched.cache.store import journal as journal_sql
 from volsched.cache.store.journal import JournalEntry
-from volsched.cache.store.schema import assumed, objects, resume_points
+from volsched.cache.store.schema import assumed, objects, resume_points, snapshot
+from volsched.cache.store.snapshot import Snapshot, SnapshotError, decode
+
+log = logging.getLogger("volsched.store")
 
 Layer = dict[str, dict[str, dict[str, Any]]]  # kind -> key -> raw object
 Rows = Sequence[Row[str, str, str]]
@@ -35,10 +39,18 @@ class StoredState:
     assumed: Layer
     resume_points: dict[str, str]
     journal: list[JournalEntry]
+    # Layer 1 parsed, when a usable snapshot was found (``objects`` is then empty).
+    snapshot: Snapshot | None = None
 
 
-async def read_state(engine: AsyncEngine, path: str, *, freeze: bool) -> StoredState:
+async def read_state(
+    engine: AsyncEngine, path: str, *, freeze: bool, snapshot_fingerprint: str | None = None
+) -> StoredState:
     """All four tables in one read transaction (so one consistent snapshot).
+
+    Given the fingerprint of the running code, a stored snapshot of the parsed layer 1
+    taken by that code is used in place of the object rows; one that is missing, from
+    other code or unreadable means the rows are read.
 
     Raises ``CorruptStore`` for content that cannot be used — a body or an intent that
     is not JSON, a journal row of the wrong shape, a table missing at the recorded
@@ -46,7 +58,10 @@ async def read_state(engine: AsyncEngine, path: str, *, freeze: bool) -> StoredS
     """
     try:
         async with engine.connect() as connection:
-            object_rows = (await connection.execute(_bodies(objects))).all()
+            parsed = None
+            if snapshot_fingerprint is not None:
+                parsed = await _read_snapshot(connection, path, snapshot_fingerprint)
+            object_rows = [] if parsed else (await connection.execute(_bodies(objects))).all()
             assumed_rows = (await connection.execute(_bodies(assumed))).all()
             points = await connection.execute(
                 select(resume_points.c.kind, resume_points.c.resource_version)
@@ -61,7 +76,36 @@ async def read_state(engine: AsyncEngine, path: str, *, freeze: bool) -> StoredS
     except (ValueError, TypeError, AttributeError) as error:
         # json.JSONDecodeError is a ValueError; a row of the wrong type or shape too.
         raise CorruptStore(f"{path}: a stored row cannot be decoded: {error}") from None
-    return StoredState(objects=layer1, assumed=layer2, resume_points=resume, journal=entries)
+    return StoredState(
+        objects=layer1, assumed=layer2, resume_points=resume, journal=entries, snapshot=parsed
+    )
+
+
+async def _read_snapshot(
+    connection: AsyncConnection, path: str, fingerprint: str
+) -> Snapshot | None:
+    row = (await connection.execute(select(snapshot.c.fingerprint, snapshot.c.body))).first()
+    if row is None:
+        return None
+    if row.fingerprint != fingerprint:
+        log.info("database %s: its snapshot was taken by other code; reading the objects", path)
+        return None
+    try:
+        return await asyncio.to_thread(_decode_snapshot, row.body)
+    except SnapshotError as problem:
+        log.warning("database %s: snapshot unusable (%s); reading the objects", path, problem)
+        return None
+
+
+def _decode_snapshot(body: bytes) -> Snapshot:
+    # As for the rows: hundreds of thousands of small objects, no cycles.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return decode(body)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _bodies(table: Table) -> Any:

@@ -9,11 +9,12 @@ text, exactly the object the API server sent, so a warm start is one plain scan.
 ``resume_points``  the resourceVersion each watch resumes from
 ``journal``        binding intents written before a binding cycle's first API write
 ``meta``           facts about the file itself: the identity of the cluster it mirrors
+``snapshot``       at most one row: the parsed layer 1 as of a clean stop (see ``snapshot.py``)
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Integer, MetaData, Table, Text
+from sqlalchemy import Column, Float, Integer, LargeBinary, MetaData, Table, Text
 
 metadata = MetaData()
 
@@ -59,4 +60,13 @@ meta = Table(
     metadata,
     Column("key", Text, primary_key=True),
     Column("value", Text, nullable=False),
+)
+
+snapshot = Table(
+    "snapshot",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("fingerprint", Text, nullable=False),
+    Column("taken_at", Float, nullable=False),
+    Column("body", LargeBinary, nullable=False),
 )

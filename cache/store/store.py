@@ -163,7 +163,9 @@ class Store:
 
     # -- reading ------------------------------------------------------------------------
 
-    async def load(self, *, freeze: bool = True) -> StoredState:
+    async def load(
+        self, *, freeze: bool = True, snapshot_fingerprint: str | None = None
+    ) -> StoredState:
         """Everything stored, in one read snapshot (queued writes are flushed first).
 
         The decode runs off the event loop with the cyclic garbage collector paused, and
@@ -176,7 +178,12 @@ class Store:
         self._check_open()
         await self.flush()
         try:
-            state = await read_state(self._engine, str(self.path), freeze=freeze)
+            state = await read_state(
+                self._engine,
+                str(self.path),
+                freeze=freeze,
+                snapshot_fingerprint=snapshot_fingerprint,
+            )
         except SQLAlchemyError as error:
             raise store_error(self.path, "loading", error) from None
         self._journal_depth = len(state.journal)
@@ -395,6 +402,26 @@ class Store:
         except SQLAlchemyError:
             return {}
 
+    async def write_snapshot(self, fingerprint: str, body: bytes) -> bool:
+        """Keep ``body`` (see ``snapshot.py``) as the parsed image of the objects on
+        disk, after flushing what is queued. False (and nothing written) when writes
+        fail: a snapshot is an optimisation, never a reason to fail a stop."""
+        self._check_open()
+        await self.flush()
+        table = schema.snapshot
+        try:
+            async with self._journal_write("writing the cache snapshot") as connection:
+                await connection.execute(sa.delete(table))
+                await connection.execute(
+                    sa.insert(table).values(
+                        id=1, fingerprint=fingerprint, taken_at=self._clock(), body=body
+                    )
+                )
+        except StoreError as error:
+            log.warning("%s", error)
+            return False
+        return True
+
     async def write_meta(self, key: str, value: str) -> None:
         self._check_open()
         async with self._journal_write("recording the file's identity") as connection:
@@ -407,7 +434,13 @@ class Store:
         self._check_open()
         self._pending.clear()
         async with self._journal_write("discarding another cluster's state") as connection:
-            for table in (schema.objects, schema.assumed, schema.resume_points, schema.journal):
+            for table in (
+                schema.objects,
+                schema.assumed,
+                schema.resume_points,
+                schema.journal,
+                schema.snapshot,
+            ):
                 await connection.execute(sa.delete(table))
         self._journal_depth = 0
 

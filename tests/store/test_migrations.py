@@ -20,7 +20,7 @@ from volsched.cache.store.migrating import alembic_config, head_revision, known_
 from volsched.cache.store.schema import metadata
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = {"alembic_version", "objects", "assumed", "resume_points", "journal", "meta"}
+TABLES = {"alembic_version", "objects", "assumed", "resume_points", "journal", "meta", "snapshot"}
 
 
 def tables(path: Path) -> set[str]:
@@ -33,9 +33,9 @@ def tables(path: Path) -> set[str]:
 
 
 def test_migrate_builds_the_schema_and_is_idempotent(db_path: Path) -> None:
-    assert migrate(str(db_path)) == head_revision() == "0002"
+    assert migrate(str(db_path)) == head_revision() == "0003"
     assert tables(db_path) == TABLES
-    assert migrate(str(db_path)) == "0002"
+    assert migrate(str(db_path)) == "0003"
     assert tables(db_path) == TABLES
 
 
@@ -43,14 +43,14 @@ def test_migrate_works_from_any_directory(tmp_path: Path, monkeypatch: pytest.Mo
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert migrate("relative/volsched.db") == "0002"
+    assert migrate("relative/volsched.db") == "0003"
     assert tables(elsewhere / "relative" / "volsched.db") == TABLES
 
 
 def test_migrate_rebuilds_a_bad_file(db_path: Path) -> None:
     db_path.parent.mkdir(parents=True)
     db_path.write_bytes(b"garbage")
-    assert migrate(str(db_path)) == "0002"
+    assert migrate(str(db_path)) == "0003"
     assert tables(db_path) == TABLES
     assert [p.name for p in db_path.parent.glob("*.corrupt-*")]
 
@@ -78,7 +78,7 @@ def test_every_version_downgrades_and_upgrades_again(db_path: Path) -> None:
     finally:
         engine.dispose()
     assert tables(db_path) == TABLES
-    assert known_revisions() == {"0001", "0002"}
+    assert known_revisions() == {"0001", "0002", "0003"}
 
 
 def test_the_developer_alembic_ini_works(tmp_path: Path) -> None:
@@ -95,4 +95,4 @@ def test_the_developer_alembic_ini_works(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert tables(path) == TABLES
-    assert migrate(str(path)) == "0002"
+    assert migrate(str(path)) == "0003"

@@ -1,0 +1,98 @@
+"""A snapshot of the parsed layer-1 cache: what a warm start loads instead of decoding
+and parsing every stored object (at 50,000 objects, a third of a second instead of two).
+
+The snapshot is taken at a clean stop, after the last flush, from the views the daemon
+holds, and kept in one row beside the objects it mirrors. Any later write of an object
+deletes it in the same transaction, so a snapshot that exists was taken at or after the
+moment the rows were written, and the watches, resuming from the stored points, bring
+it up to date exactly as they would the rows. A start that finds none, or one it cannot
+use, reads the rows.
+
+It is stamped with a fingerprint of the code that parsed it (the view classes, their
+parsers and the quantity rules): after an upgrade, or any change there, the views could
+mean something else, so an old snapshot is never used.
+
+Only volsched's view classes and a few builtins may be named in it: a tampered database
+file gives a ``SnapshotError``, never code execution.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import pickle
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+# What a snapshot holds: views by kind and key, and the raw JSON text kept for kinds the
+# binder writes back whole.
+Views = dict[str, dict[str, Any]]
+RawTexts = dict[str, dict[str, str]]
+
+# Bumped when the layout of the pickled tuple changes.
+FORMAT = 1
+_VIEW_PACKAGE = "volsched.cache.objects"
+# Modules whose code decides what a parsed view holds.
+_PARSING_MODULES = ("volsched.cache.quantity", "volsched.cache.errors")
+_BUILTINS = frozenset({"frozenset", "set", "complex", "bytearray"})
+
+
+class SnapshotError(Exception):
+    """The stored snapshot cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    views: Views
+    raw: RawTexts
+
+
+@functools.cache
+def fingerprint() -> str:
+    """A digest of the source of every module that shapes a parsed view."""
+    package = import_module(_VIEW_PACKAGE)
+    files = sorted(Path(next(iter(package.__path__))).glob("*.py"))
+    for name in _PARSING_MODULES:
+        module_file = import_module(name).__file__
+        if module_file is not None:
+            files.append(Path(module_file))
+    digest = hashlib.sha256(f"format {FORMAT}\n".encode())
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def encode(views: Mapping[str, Mapping[str, Any]], raw: Mapping[str, Mapping[str, str]]) -> bytes:
+    plain_views = {kind: dict(by_key) for kind, by_key in views.items() if by_key}
+    plain_raw = {kind: dict(by_key) for kind, by_key in raw.items() if by_key}
+    return pickle.dumps((FORMAT, plain_views, plain_raw), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+class _ViewsOnly(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if module.startswith(_VIEW_PACKAGE + ".") and not name.startswith("_"):
+            found = getattr(import_module(module), name, None)
+            if isinstance(found, type) and found.__module__.startswith(_VIEW_PACKAGE + "."):
+                return found
+        if module == "builtins" and name in _BUILTINS:
+            return super().find_class(module, name)
+        raise SnapshotError(f"it names {module}.{name}, which is not a view class")
+
+
+def decode(body: bytes) -> Snapshot:
+    try:
+        loaded = _ViewsOnly(io.BytesIO(body)).load()
+    except SnapshotError:
+        raise
+    except Exception as error:
+        raise SnapshotError(f"it cannot be read: {type(error).__name__}: {error}") from None
+    if not (isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == FORMAT):
+        raise SnapshotError("it is not in this version's format")
+    _, views, raw = loaded
+    if not (isinstance(views, dict) and isinstance(raw, dict)):
+        raise SnapshotError("it is not in this version's format")
+    return Snapshot(views, raw)

@@ -1,0 +1,158 @@
+"""The parsed-cache snapshot: used only while it mirrors the rows and was taken by this
+code, and a hostile one is refused without running anything."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from volsched.cache.objects.registry import KINDS
+from volsched.cache.store import Store
+from volsched.cache.store import snapshot as codec
+
+from .conftest import Query, clock
+
+NODE: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Node",
+    "metadata": {"name": "node-1", "resourceVersion": "5", "labels": {"zone": "a"}},
+    "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+}
+PV: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolume",
+    "metadata": {"name": "pv-1", "resourceVersion": "9"},
+    "spec": {
+        "capacity": {"storage": "10Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "storageClassName": "local",
+        "nodeAffinity": {
+            "required": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n"]}
+                        ]
+                    }
+                ]
+            }
+        },
+    },
+}
+PV_TEXT = '{"kind":"PersistentVolume"}'
+
+
+def parsed() -> dict[str, dict[str, Any]]:
+    return {
+        "Node": {"node-1": KINDS["Node"].parse(NODE)},
+        "PersistentVolume": {"pv-1": KINDS["PersistentVolume"].parse(PV)},
+    }
+
+
+async def kept(store: Store) -> None:
+    store.put_object("Node", "node-1", NODE)
+    store.put_object("PersistentVolume", "pv-1", PV)
+    body = codec.encode(parsed(), {"PersistentVolume": {"pv-1": PV_TEXT}})
+    assert await store.write_snapshot(codec.fingerprint(), body)
+
+
+async def test_a_kept_snapshot_replaces_the_rows_at_load(store: Store) -> None:
+    await kept(store)
+    state = await store.load(snapshot_fingerprint=codec.fingerprint())
+    assert state.objects == {}
+    assert state.snapshot is not None
+    assert state.snapshot.views == parsed()
+    assert state.snapshot.raw == {"PersistentVolume": {"pv-1": PV_TEXT}}
+    # Without a fingerprint (other readers of the file), the rows as always.
+    assert (await store.load()).objects["Node"] == {"node-1": NODE}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda store: store.put_object("Node", "node-2", {**NODE, "metadata": {"name": "node-2"}}),
+        lambda store: store.delete_object("PersistentVolume", "pv-1"),
+        lambda store: store.replace_kind("Node", {"node-1": NODE}, "12"),
+    ],
+    ids=["put", "delete", "relist"],
+)
+async def test_any_object_write_ends_the_snapshot(
+    store: Store, on_disk: Query, change: Any
+) -> None:
+    await kept(store)
+    store.set_resume_point("Node", "11")
+    await store.flush()
+    assert on_disk("SELECT count(*) FROM snapshot") == [(1,)]  # resume points leave it be
+    change(store)
+    await store.flush()
+    assert on_disk("SELECT count(*) FROM snapshot") == [(0,)]
+    state = await store.load(snapshot_fingerprint=codec.fingerprint())
+    assert state.snapshot is None and "Node" in state.objects
+
+
+async def test_a_snapshot_from_other_code_is_not_used(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    await kept(store)
+    with caplog.at_level(logging.INFO, "volsched.store"):
+        state = await store.load(snapshot_fingerprint="another build")
+    assert state.snapshot is None
+    assert state.objects["PersistentVolume"] == {"pv-1": PV}
+    assert "taken by other code" in caplog.text
+
+
+class Explode:
+    """Unpickling this would run os.system."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        import os
+
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [
+        (b"not a pickle", "cannot be read"),
+        (pickle.dumps((codec.FORMAT, {"Node": Explode()}, {})), "names posix.system"),
+        (pickle.dumps((codec.FORMAT, {"Node": Path("/")}, {})), "which is not a view class"),
+        (pickle.dumps((codec.FORMAT + 1, {}, {})), "not in this version's format"),
+        (pickle.dumps(["a list"]), "not in this version's format"),
+    ],
+    ids=["garbage", "code", "foreign-class", "format", "shape"],
+)
+async def test_an_unusable_snapshot_falls_back_to_the_rows_without_running_anything(
+    store: Store, caplog: pytest.LogCaptureFixture, body: bytes, why: str
+) -> None:
+    store.put_object("Node", "node-1", NODE)
+    assert await store.write_snapshot(codec.fingerprint(), body)
+    with caplog.at_level(logging.WARNING, "volsched.store"):
+        state = await store.load(snapshot_fingerprint=codec.fingerprint())
+    assert state.snapshot is None
+    assert state.objects == {"Node": {"node-1": NODE}}
+    assert "snapshot unusable" in caplog.text and why in caplog.text
+
+
+async def test_the_snapshot_survives_a_reopen_and_is_discarded_with_the_cluster_state(
+    db_path: Path,
+) -> None:
+    store, _ = await Store.open(str(db_path), clock=clock)
+    await kept(store)
+    await store.close()
+    store, _ = await Store.open(str(db_path), clock=clock)
+    try:
+        assert (await store.load(snapshot_fingerprint=codec.fingerprint())).snapshot is not None
+        await store.discard_cluster_state()
+        state = await store.load(snapshot_fingerprint=codec.fingerprint())
+        assert state.snapshot is None and state.objects == {}
+    finally:
+        await store.close()
+
+
+def test_the_fingerprint_names_the_code_that_parses() -> None:
+    assert codec.fingerprint() == codec.fingerprint()
+    assert len(codec.fingerprint()) == 64
