@@ -27,8 +27,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from volsched.cache.errors import StoreError
-from volsched.cache.store.migrating import head_revision, known_revisions, upgrade_to_head
-from volsched.cache.store.schema import metadata
+from volsched.cache.store.schema import REVISION, metadata
 
 log = logging.getLogger("volsched.store")
 
@@ -71,19 +70,23 @@ def prepare_file(path: Path, clock: Callable[[], float] = time.time) -> Prepared
     state = "warm"
     moved_to: str | None = None
     reason: str | None = None
+    stamped: list[str] = []
     if not path.exists():
         _remove_orphans(path)
         state = "cold"
     else:
         try:
-            if _inspect(path):
+            stamped = _inspect(path)
+            if not stamped:
                 state = "cold"
         except _BadContent as problem:
             reason = str(problem)
             moved_to = move_aside(path, clock, reason)
             state = "rebuilt"
     try:
-        revision = _upgrade(path)
+        # A file already at this code's revision needs no migration (nor alembic, which
+        # is a tenth of the start-up's imports).
+        revision = REVISION if stamped == [REVISION] else _upgrade(path)
         _verify_schema(path, revision)
     except _BadContent as problem:
         if state != "warm":
@@ -138,15 +141,16 @@ def _ensure_directory(path: Path) -> None:
         raise StoreError(f"{path}: the file is not readable and writable")
 
 
-def _inspect(path: Path) -> bool:
-    """Whether the existing file is an empty database; raises ``_BadContent`` if unusable."""
+def _inspect(path: Path) -> list[str]:
+    """The revision the existing file is stamped with (none: an empty database); raises
+    ``_BadContent`` if it is unusable."""
     try:
         with path.open("rb") as handle:
             header = handle.read(len(SQLITE_HEADER))
     except OSError as error:
         raise StoreError(f"{path}: cannot read the file: {error.strerror or error}") from None
     if not header:
-        return True  # a zero-length file is an empty SQLite database
+        return []  # a zero-length file is an empty SQLite database
     if header != SQLITE_HEADER:
         raise _BadContent("not a SQLite database")
     try:
@@ -167,22 +171,29 @@ def _inspect(path: Path) -> bool:
             stamped = [
                 str(row[0]) for row in connection.execute("SELECT version_num FROM alembic_version")
             ]
-            unknown = [revision for revision in stamped if revision not in known_revisions()]
-            if unknown:
-                raise _BadContent(
-                    f"schema revision {', '.join(unknown)} is unknown to this volsched"
-                    f" (newest known: {head_revision()}); written by a newer version?"
-                )
-            return not stamped
+            if stamped != [REVISION]:
+                _check_known(stamped)
+            return stamped
         if tables:
             raise _BadContent(
                 f"holds tables ({', '.join(sorted(tables)[:5])}) but is not a volsched store"
             )
-        return True
+        return []
     except sqlite3.Error as error:
         raise _classify(path, error) from None
     finally:
         connection.close()
+
+
+def _check_known(stamped: list[str]) -> None:
+    from volsched.cache.store.migrating import head_revision, known_revisions
+
+    unknown = [revision for revision in stamped if revision not in known_revisions()]
+    if unknown:
+        raise _BadContent(
+            f"schema revision {', '.join(unknown)} is unknown to this volsched"
+            f" (newest known: {head_revision()}); written by a newer version?"
+        )
 
 
 def _verify_schema(path: Path, revision: str) -> None:
@@ -211,6 +222,8 @@ def _verify_schema(path: Path, revision: str) -> None:
 
 
 def _upgrade(path: Path) -> str:
+    from volsched.cache.store.migrating import upgrade_to_head
+
     try:
         return upgrade_to_head(path)
     except DBAPIError as error:

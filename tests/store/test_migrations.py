@@ -17,7 +17,7 @@ from alembic.runtime.migration import MigrationContext
 from volsched.cache.store import migrate
 from volsched.cache.store.connecting import create_sync_engine
 from volsched.cache.store.migrating import alembic_config, head_revision, known_revisions
-from volsched.cache.store.schema import metadata
+from volsched.cache.store.schema import REVISION, metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {"alembic_version", "objects", "assumed", "resume_points", "journal", "meta", "snapshot"}
@@ -56,7 +56,7 @@ def test_migrate_rebuilds_a_bad_file(db_path: Path) -> None:
 
 
 def test_the_versions_build_exactly_schema_py(db_path: Path) -> None:
-    migrate(str(db_path))
+    assert migrate(str(db_path)) == REVISION == head_revision()
     engine = create_sync_engine(db_path)
     try:
         with engine.connect() as connection:
