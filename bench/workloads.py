@@ -527,6 +527,12 @@ def memory(ctx: Context) -> Outcome:
         note=ctx.note,
     )
     last = engine[-1]
+    peaks = [
+        daemon[key]
+        for key in ("peak_rss_mb", "peak_rss_through_stop_mb", "warm_peak_rss_mb")
+        if daemon[key] is not None
+    ]
+    daemon_peak = max(peaks) if peaks else None
     targets = [
         target(
             f"engine peak RSS, {last['nodes']} nodes / {last['pods']} pods / {last['pvs']} PVs",
@@ -538,11 +544,11 @@ def memory(ctx: Context) -> Outcome:
         ),
         target(
             f"daemon process peak RSS, {daemon['nodes']} nodes / {daemon['pods']} pods / "
-            f"{daemon['pvs']} PVs",
+            f"{daemon['pvs']} PVs (running, through a clean stop, warm start)",
             "≤ 600 MB",
-            daemon["peak_rss_mb"],
+            daemon_peak,
             "MB",
-            daemon["peak_rss_mb"] is not None and daemon["peak_rss_mb"] <= 600,
+            daemon_peak is not None and daemon_peak <= 600,
             ctx.quick,
         ),
     ]

@@ -515,13 +515,14 @@ class Daemon:
         if not self.store.is_open or not self.watchers or not self.synced():
             return
         started = time.perf_counter()
-        body = snapshot.encode(self.ingest.views, self.ingest.raw)
-        if await self.store.write_snapshot(snapshot.fingerprint(), body):
+        parts = snapshot.encode(self.ingest.views, self.ingest.raw)
+        written = await self.store.write_snapshot(snapshot.fingerprint(), parts)
+        if written:
             log.info(
                 "database %s: snapshot of %d objects (%.1f MB) kept in %.2fs",
                 self.settings.database.path,
                 sum(len(views) for views in self.ingest.views.values()),
-                len(body) / 1e6,
+                written / 1e6,
                 time.perf_counter() - started,
             )
 

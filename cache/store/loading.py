@@ -84,25 +84,29 @@ async def read_state(
 async def _read_snapshot(
     connection: AsyncConnection, path: str, fingerprint: str
 ) -> Snapshot | None:
-    row = (await connection.execute(select(snapshot.c.fingerprint, snapshot.c.body))).first()
-    if row is None:
+    rows = (
+        await connection.execute(
+            select(snapshot.c.fingerprint, snapshot.c.body).order_by(snapshot.c.id)
+        )
+    ).all()
+    if not rows:
         return None
-    if row.fingerprint != fingerprint:
+    if any(row.fingerprint != fingerprint for row in rows):
         log.info("database %s: its snapshot was taken by other code; reading the objects", path)
         return None
     try:
-        return await asyncio.to_thread(_decode_snapshot, row.body)
+        return await asyncio.to_thread(_decode_snapshot, [row.body for row in rows])
     except SnapshotError as problem:
         log.warning("database %s: snapshot unusable (%s); reading the objects", path, problem)
         return None
 
 
-def _decode_snapshot(body: bytes) -> Snapshot:
+def _decode_snapshot(parts: list[bytes]) -> Snapshot:
     # As for the rows: hundreds of thousands of small objects, no cycles.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return decode(body)
+        return decode(parts)
     finally:
         if was_enabled:
             gc.enable()

@@ -31,7 +31,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -402,25 +402,30 @@ class Store:
         except SQLAlchemyError:
             return {}
 
-    async def write_snapshot(self, fingerprint: str, body: bytes) -> bool:
-        """Keep ``body`` (see ``snapshot.py``) as the parsed image of the objects on
-        disk, after flushing what is queued. False (and nothing written) when writes
-        fail: a snapshot is an optimisation, never a reason to fail a stop."""
+    async def write_snapshot(self, fingerprint: str, parts: Iterable[bytes]) -> int:
+        """Keep ``parts`` (see ``snapshot.py``) as the parsed image of the objects on
+        disk, after flushing what is queued; one transaction, a row per part, each part
+        made only when its row is written. The bytes written, or 0 (and nothing written)
+        when writes fail: a snapshot is an optimisation, never a reason to fail a stop."""
         self._check_open()
         await self.flush()
         table = schema.snapshot
+        written = 0
         try:
             async with self._journal_write("writing the cache snapshot") as connection:
                 await connection.execute(sa.delete(table))
-                await connection.execute(
-                    sa.insert(table).values(
-                        id=1, fingerprint=fingerprint, taken_at=self._clock(), body=body
+                taken_at = self._clock()
+                for part, body in enumerate(parts):
+                    await connection.execute(
+                        sa.insert(table).values(
+                            id=part, fingerprint=fingerprint, taken_at=taken_at, body=body
+                        )
                     )
-                )
+                    written += len(body)
         except StoreError as error:
             log.warning("%s", error)
-            return False
-        return True
+            return 0
+        return written
 
     async def write_meta(self, key: str, value: str) -> None:
         self._check_open()

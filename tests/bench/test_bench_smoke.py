@@ -72,10 +72,14 @@ def check_results(name: str, results: dict[str, Any]) -> None:
         assert {"objects", "cold_ready_seconds", "warm_ready_seconds", "speedup"} <= set(results)
         assert all(run["exit_code"] == 0 for run in results["cold"] + results["warm"])
         assert results["warm"][0]["load_from_disk"]["start"] == "warm"
+        assert results["warm"][0]["load_from_disk"]["from_snapshot"]
     elif name == "memory":
         for point in results["engine"]:
             assert {"nodes", "pods", "pvs", "peak_rss_mb"} <= set(point)
-        assert results["daemon"]["peak_rss_mb"] is not None
+        daemon = results["daemon"]
+        assert daemon["peak_rss_mb"] is not None
+        assert daemon["peak_rss_through_stop_mb"] >= daemon["peak_rss_mb"]
+        assert daemon["warm_peak_rss_mb"] is not None
     else:
         pytest.fail(f"no checks for workload {name}")
 

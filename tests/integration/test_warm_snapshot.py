@@ -50,7 +50,7 @@ async def test_a_clean_stop_keeps_a_snapshot_that_loads_the_same_cache(cluster: 
     first = await cluster.start_daemon()
     await eventually(lambda: cluster.node_of("running"), what="a pod placed")
     await cluster.stop_daemon(first)
-    assert snapshot_rows(cluster) == 1
+    assert snapshot_rows(cluster) > 0
 
     from_snapshot = await cluster.start_daemon()
     assert from_snapshot.warm and from_snapshot.loaded_from_snapshot
@@ -75,7 +75,7 @@ async def test_after_a_change_on_disk_or_a_crash_the_rows_are_read(cluster: Clus
     server.load([node("node-1"), storage_class("local"), local_pv("pv-1", "node-1")])
     first = await cluster.start_daemon()
     await cluster.stop_daemon(first)
-    assert snapshot_rows(cluster) == 1
+    assert snapshot_rows(cluster) > 0
 
     # A daemon that changes objects on disk and then dies without a clean stop.
     await cluster.kill_daemon_once(

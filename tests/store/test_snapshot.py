@@ -56,8 +56,8 @@ def parsed() -> dict[str, dict[str, Any]]:
 async def kept(store: Store) -> None:
     store.put_object("Node", "node-1", NODE)
     store.put_object("PersistentVolume", "pv-1", PV)
-    body = codec.encode(parsed(), {"PersistentVolume": {"pv-1": PV_TEXT}})
-    assert await store.write_snapshot(codec.fingerprint(), body)
+    parts = codec.encode(parsed(), {"PersistentVolume": {"pv-1": PV_TEXT}})
+    assert await store.write_snapshot(codec.fingerprint(), parts)
 
 
 async def test_a_kept_snapshot_replaces_the_rows_at_load(store: Store) -> None:
@@ -86,7 +86,7 @@ async def test_any_object_write_ends_the_snapshot(
     await kept(store)
     store.set_resume_point("Node", "11")
     await store.flush()
-    assert on_disk("SELECT count(*) FROM snapshot") == [(1,)]  # resume points leave it be
+    assert on_disk("SELECT count(*) FROM snapshot") == [(2,)]  # resume points leave it be
     change(store)
     await store.flush()
     assert on_disk("SELECT count(*) FROM snapshot") == [(0,)]
@@ -129,7 +129,8 @@ async def test_an_unusable_snapshot_falls_back_to_the_rows_without_running_anyth
     store: Store, caplog: pytest.LogCaptureFixture, body: bytes, why: str
 ) -> None:
     store.put_object("Node", "node-1", NODE)
-    assert await store.write_snapshot(codec.fingerprint(), body)
+    good = codec.encode(parsed(), {})
+    assert await store.write_snapshot(codec.fingerprint(), [*good, body])
     with caplog.at_level(logging.WARNING, "volsched.store"):
         state = await store.load(snapshot_fingerprint=codec.fingerprint())
     assert state.snapshot is None
@@ -151,6 +152,30 @@ async def test_the_snapshot_survives_a_reopen_and_is_discarded_with_the_cluster_
         assert state.snapshot is None and state.objects == {}
     finally:
         await store.close()
+
+
+async def test_a_snapshot_is_kept_in_parts_made_one_at_a_time(store: Store, on_disk: Query) -> None:
+    views = {
+        "Node": {
+            f"node-{i}": KINDS["Node"].parse({**NODE, "metadata": {"name": f"node-{i}"}})
+            for i in range(7)
+        },
+        "PersistentVolume": parsed()["PersistentVolume"],
+    }
+    made: list[int] = []
+
+    def parts() -> Any:
+        for body in codec.encode(views, {"PersistentVolume": {"pv-1": PV_TEXT}}, 3):
+            made.append(len(body))
+            yield body
+
+    assert await store.write_snapshot(codec.fingerprint(), parts()) == sum(made)
+    assert len(made) == 4  # 3 + 3 + 1 nodes, then the PV
+    assert on_disk("SELECT id FROM snapshot ORDER BY id") == [(0,), (1,), (2,), (3,)]
+    state = await store.load(snapshot_fingerprint=codec.fingerprint())
+    assert state.snapshot is not None
+    assert state.snapshot.views == views
+    assert state.snapshot.raw == {"PersistentVolume": {"pv-1": PV_TEXT}}
 
 
 def test_the_fingerprint_names_the_code_that_parses() -> None:
