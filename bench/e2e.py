@@ -372,10 +372,13 @@ def controller_settings(scenario: Scenario, options: E2eOptions) -> ControllerSe
 
 
 async def start_emulator(
-    scenario: Scenario, controllers: ControllerSettings, objects: list[Raw]
+    scenario: Scenario,
+    controllers: ControllerSettings,
+    objects: list[Raw],
+    bookmark_interval_seconds: float = 1.0,
 ) -> tuple[ApiServer, float]:
     """The emulator on a loopback port holding ``objects``; and the seconds loading took."""
-    server = ApiServer(controllers, bookmark_interval_seconds=1.0)
+    server = ApiServer(controllers, bookmark_interval_seconds=bookmark_interval_seconds)
     await server.start()
     started = time.perf_counter()
     if scenario.storage_disks:
