@@ -22,6 +22,7 @@ import gc
 import logging
 import random
 import socket
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -70,6 +71,15 @@ from volsched.scheduling.storage_placement import ReplicaContext
 # scheduling cycle, which allocates a little per candidate node, pay for collections in
 # about a third of its time. Reference cycles are rare here; memory stays bounded.
 GC_THRESHOLDS = (50_000, 20, 20)
+# How long a thread waiting for the interpreter lets the one holding it run on (CPython's
+# default is 5 ms). A waiting thread asks for the lock only after a whole interval in
+# which it never changed hands, and the event loop lets go of it briefly at every
+# iteration (in epoll) and takes it straight back: with scheduling cycles of a few
+# milliseconds that never happens, so SQLite's worker thread starved. A burst of pods
+# then held a write-behind flush of a few thousand rows for 2-7 s, every binding intent
+# queued behind it, and bindings completed in one wave when the burst was over. At
+# 0.5 ms the same flush takes under a second and bindings keep pace with scheduling.
+SWITCH_INTERVAL_SECONDS = 0.0005
 
 log = logging.getLogger("volsched")
 # The meta key of the cluster a database mirrors.
@@ -187,6 +197,7 @@ class Daemon:
         self.ready = asyncio.Event()
         self._leading = asyncio.Event()
         self._elector_task: asyncio.Task[None] | None = None
+        self._switch_interval: float | None = None
         self.metrics.on_scrape(self._collect)
 
     def _profile_specs(self) -> list[tuple[str, PolicySpec]]:
@@ -450,6 +461,8 @@ class Daemon:
         gc.collect()
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         # Standbys keep their caches warm; only the leader schedules and repairs.
         self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
@@ -549,6 +562,9 @@ class Daemon:
         await self._keep_snapshot()
         await self.store.close()
         gc.unfreeze()
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
         if self._tracer_provider is not None:
             self._tracer_provider.shutdown()
 

@@ -5,9 +5,9 @@ fsync). One transaction per intent, each behind the store's single write lock, m
 bindings queue behind each other — and behind every round trip to SQLite's thread, which
 waits its turn while the scheduling cycle holds the interpreter. Here every intent that
 arrives while a write is in progress waits for the next one, and that one writes them
-all: one transaction and one fsync for the lot, each caller getting its own entry id
-once the commit is done (never before: the caller's first API write must find its intent
-on disk).
+all: one transaction, one statement (``journal.insert_entries``) and one fsync for the
+lot, each caller getting its own entry id once the commit is done (never before: the
+caller's first API write must find its intent on disk).
 
 A caller that is cancelled while waiting (leadership lost, shutdown) may still have its
 entry written; nobody would close it, so it is closed here at once.

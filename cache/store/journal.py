@@ -38,18 +38,39 @@ def encode_intent(intent: Any) -> str:
     return json.dumps(intent, separators=(",", ":"), ensure_ascii=False)
 
 
-async def insert_entry(
-    connection: AsyncConnection, pod: str, node: str, intent: str, state: str, now: float
-) -> int:
-    result = await connection.execute(
-        insert(journal).values(
-            pod=pod, node=node, intent=intent, state=state, created_at=now, updated_at=now
-        )
+async def insert_entries(
+    connection: AsyncConnection, rows: list[tuple[str, str, str, str]], now: float
+) -> list[int]:
+    """Insert (pod, node, intent, state) rows in one statement; their ids, in order.
+
+    Two round trips to SQLite's thread whatever the number of rows (one per row let a
+    burst of bindings outpace the writer). Inside the caller's write transaction nothing
+    else inserts, and AUTOINCREMENT gives each new row the next id, so the last ``n`` ids
+    are these rows, in the order given.
+    """
+    if not rows:
+        return []
+    await connection.execute(
+        insert(journal),
+        [
+            {
+                "pod": pod,
+                "node": node,
+                "intent": intent,
+                "state": state,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for pod, node, intent, state in rows
+        ],
     )
-    (entry_id,) = result.inserted_primary_key or (None,)
-    if entry_id is None:
-        raise RuntimeError("SQLite returned no id for the journal entry")
-    return int(entry_id)
+    newest = await connection.execute(
+        select(journal.c.id).order_by(journal.c.id.desc()).limit(len(rows))
+    )
+    ids = sorted(int(entry_id) for (entry_id,) in newest)
+    if len(ids) != len(rows) or ids[-1] - ids[0] != len(rows) - 1:
+        raise RuntimeError("SQLite did not give the journal entries consecutive ids")
+    return ids
 
 
 async def update_entry(

@@ -275,14 +275,9 @@ class Store:
         return await self._opening.open(EntryToOpen(pod, node, body, state))
 
     async def _insert_entries(self, entries: list[EntryToOpen]) -> list[int]:
-        now = self._clock()
+        rows = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
         async with self._journal_write("opening a journal entry") as connection:
-            ids = [
-                await journal_sql.insert_entry(
-                    connection, entry.pod, entry.node, entry.intent, entry.state, now
-                )
-                for entry in entries
-            ]
+            ids = await journal_sql.insert_entries(connection, rows, self._clock())
         self._journal_depth += len(ids)
         return ids
 
@@ -295,6 +290,8 @@ class Store:
     ) -> None:
         """Record progress of an open entry; raises ``StoreError`` if it is not open."""
         self._check_open()
+        if entry_id in self._pending.journal_closes:
+            raise StoreError(f"{self.path}: no open journal entry {entry_id}")
         body = None if intent is None else journal_sql.encode_intent(intent)
         async with self._journal_write("updating a journal entry") as connection:
             found = await journal_sql.update_entry(connection, entry_id, state, body, self._clock())
@@ -304,23 +301,19 @@ class Store:
     async def journal_close(self, entry_id: int) -> None:
         """The cycle is over (bound or rolled back). Closing twice is harmless.
 
-        Committed without an fsync (the cache engine's synchronous=NORMAL): a close lost
-        in a power cut leaves an intent whose pod is bound or whose writes were undone,
-        which recovery finds already resolved. Only opening must be durable.
+        Not durable, and no transaction of its own: the delete goes with the next
+        write-behind flush (a second or less), as it always did while writes failed. A
+        close lost to a crash leaves an intent whose pod is bound or whose writes were
+        undone, which recovery finds already resolved; only opening must be durable.
+        A transaction per close, behind the store's one write lock, held every binding
+        cycle's end (and the intents waiting to open) in a queue during a burst.
         """
         self._check_open()
-        try:
-            async with self._journal_write("closing a journal entry", durable=False) as connection:
-                found = await journal_sql.delete_entry(connection, entry_id)
-        except StoreError as error:
-            # Not durable anyway (above): the close waits with the cache writes, and a
-            # cycle that ended is never reported as failed because its row stayed.
-            log.debug("journal entry %d closes with the next flush: %s", entry_id, error)
-            found = entry_id not in self._pending.journal_closes
-            self._pending.close_journal_entry(entry_id)
-            self._queued()
-        if found:
-            self._journal_depth -= 1
+        if entry_id in self._pending.journal_closes:
+            return
+        self._pending.close_journal_entry(entry_id)
+        self._journal_depth = max(0, self._journal_depth - 1)
+        self._queued()
 
     async def journal_pending(self) -> list[JournalEntry]:
         """Open entries, oldest first (a closed one whose row waits for a flush is not)."""

@@ -5,12 +5,14 @@ kube-scheduler writes them; health and metrics endpoints."""
 from __future__ import annotations
 
 import asyncio
+import sys
 
 import aiohttp
 import pytest
 
 from tests.integration.conftest import FAST, Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
+from volsched.daemon.app import SWITCH_INTERVAL_SECONDS
 from volsched.emulator import ControllerSettings
 
 BASE = [
@@ -163,3 +165,16 @@ async def test_the_assume_layer_is_on_disk_while_a_binding_waits(
     await daemon.store.flush()
     stored = await daemon.store.load(freeze=False)
     assert not any(stored.assumed.values())
+
+
+async def test_the_daemon_shortens_the_interpreter_switch_interval_while_it_runs(
+    cluster: Cluster,
+) -> None:
+    """So that SQLite's worker thread is not starved by the scheduling loop (see
+    SWITCH_INTERVAL_SECONDS); an embedding process gets its own setting back."""
+    before = sys.getswitchinterval()
+    cluster.server.load([node("node-1")])
+    daemon = await cluster.start_daemon()
+    assert sys.getswitchinterval() == SWITCH_INTERVAL_SECONDS < before
+    await cluster.stop_daemon(daemon)
+    assert sys.getswitchinterval() == before

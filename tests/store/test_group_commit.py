@@ -92,5 +92,8 @@ async def test_the_store_commits_concurrent_intents_durably(tmp_path: Path) -> N
         assert len(set(ids)) == 20
         pending = await store.journal_pending()
         assert sorted(entry.pod for entry in pending) == sorted(f"ns/p{i}" for i in range(20))
+        # Each caller got the id of its own row, whatever batch it went in.
+        by_id = {entry.id: entry.pod for entry in pending}
+        assert [by_id[entry_id] for entry_id in ids] == [f"ns/p{i}" for i in range(20)]
     finally:
         await store.close()

@@ -53,6 +53,19 @@ async def test_open_update_close(db_path: Path) -> None:
         await store.close()
 
 
+async def test_a_close_is_immediate_for_readers_and_reaches_the_file_with_the_next_flush(
+    store: Store, on_disk: Query
+) -> None:
+    kept = await store.journal_open("ns/a", "n1", {})
+    closed = await store.journal_open("ns/b", "n1", {})
+    await store.journal_close(closed)
+    assert [entry.id for entry in await store.journal_pending()] == [kept]
+    assert store.stats.journal_depth == 1
+    assert on_disk("SELECT id FROM journal ORDER BY id") == [(kept,), (closed,)]
+    await store.flush()
+    assert on_disk("SELECT id FROM journal ORDER BY id") == [(kept,)]
+
+
 async def test_pending_entries_come_oldest_first_and_ids_are_never_reused(store: Store) -> None:
     first = await store.journal_open("ns/a", "n1", {})
     second = await store.journal_open("ns/b", "n2", {})
