@@ -1,13 +1,12 @@
 """A snapshot of the parsed layer-1 cache: what a warm start loads instead of decoding
-and parsing every stored object (at 50,000 objects, a third of a second instead of two).
+and parsing every stored object (at 50,000 objects, 0.8 s instead of 2.7 s).
 
 The snapshot is taken at a clean stop, after the last flush, from the views the daemon
 holds, and kept beside the objects it mirrors, in rows of a few thousand objects each
-(written in one transaction). Any later write of an object
-deletes it in the same transaction, so a snapshot that exists was taken at or after the
-moment the rows were written, and the watches, resuming from the stored points, bring
-it up to date exactly as they would the rows. A start that finds none, or one it cannot
-use, reads the rows.
+(written in one transaction). Any later write of an object deletes it in the same
+transaction, so a snapshot that exists was taken at or after the moment the rows were
+written, and the watches, resuming from the stored points, bring it up to date exactly
+as they would the rows. A start that finds none, or one it cannot use, reads the rows.
 
 It is stamped with a fingerprint of the code that parsed it (the view classes, their
 parsers and the quantity rules): after an upgrade, or any change there, the views could
