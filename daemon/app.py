@@ -193,6 +193,7 @@ class Daemon:
         self.discarded_foreign_state = False
         self.recovered: RecoveryReport | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._watch_tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
         self.ready = asyncio.Event()
         self._leading = asyncio.Event()
@@ -413,14 +414,16 @@ class Daemon:
                 apply_after=loaded,
             )
             self.watchers.append(watcher)
-            self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {kind}"))
+            task = asyncio.create_task(watcher.run(), name=f"watch {kind}")
+            self._watch_tasks.append(task)
+            self._tasks.append(task)
 
     async def _close_watches(self) -> None:
-        watching = [t for t in self._tasks if t.get_name().startswith("watch ")]
-        for task in watching:
+        for task in self._watch_tasks:
             task.cancel()
-        await asyncio.gather(*watching, return_exceptions=True)
-        self._tasks = [t for t in self._tasks if t not in watching]
+        await asyncio.gather(*self._watch_tasks, return_exceptions=True)
+        self._tasks = [t for t in self._tasks if t not in self._watch_tasks]
+        self._watch_tasks.clear()
         self.watchers.clear()
 
     async def start(self, serve_http: bool = True) -> None:

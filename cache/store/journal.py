@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, delete, func, insert, select, update
+from sqlalchemy import Row, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from volsched.cache.store.schema import journal
@@ -97,8 +97,9 @@ async def select_entries(connection: AsyncConnection) -> list[JournalEntry]:
     return [_entry(row) for row in result]
 
 
-async def count_entries(connection: AsyncConnection) -> int:
-    return int(await connection.scalar(select(func.count()).select_from(journal)) or 0)
+async def open_ids(connection: AsyncConnection) -> set[int]:
+    """The ids of the entries in the journal (cheap: no intent is read)."""
+    return {int(entry_id) for (entry_id,) in await connection.execute(select(journal.c.id))}
 
 
 def _entry(row: Row[Any, Any, Any, Any, Any, Any, Any]) -> JournalEntry:

@@ -90,7 +90,7 @@ class Store:
         max_pending: int,
         clock: Callable[[], float],
         on_flush: Callable[[StoreStats], None] | None,
-        journal_depth: int,
+        open_entries: Iterable[int],
     ) -> None:
         self.path = path
         self._engine = engine
@@ -109,7 +109,9 @@ class Store:
         self._last_flush_seconds = 0.0
         self._flush_errors = 0
         self._last_flush_error: str | None = None
-        self._journal_depth = journal_depth
+        # Journal entries open as far as this store knows (a close waiting for the
+        # flush is not): the depth, and what makes a second close a no-op.
+        self._open_entries = set(open_entries)
         self._health = WriteHealth(path)
         self._retry_now = asyncio.Event()  # a write worked again: end the flush backoff
         self._flusher = asyncio.get_running_loop().create_task(
@@ -142,7 +144,7 @@ class Store:
         journal_engine = create_store_engine(file, synchronous="FULL")
         try:
             async with journal_engine.connect() as connection:
-                depth = await journal_sql.count_entries(connection)
+                open_entries = await journal_sql.open_ids(connection)
         except BaseException as error:
             await engine.dispose()
             await journal_engine.dispose()
@@ -157,7 +159,7 @@ class Store:
             max_pending=max_pending,
             clock=clock,
             on_flush=on_flush,
-            journal_depth=depth,
+            open_entries=open_entries,
         )
         return store, prepared.result
 
@@ -186,7 +188,7 @@ class Store:
             )
         except SQLAlchemyError as error:
             raise store_error(self.path, "loading", error) from None
-        self._journal_depth = len(state.journal)
+        self._open_entries = {entry.id for entry in state.journal}
         return state
 
     @property
@@ -198,7 +200,7 @@ class Store:
             last_flush_seconds=self._last_flush_seconds,
             flush_errors=self._flush_errors,
             last_flush_error=self._last_flush_error,
-            journal_depth=self._journal_depth,
+            journal_depth=len(self._open_entries),
             writable=self._health.writable,
         )
 
@@ -278,7 +280,7 @@ class Store:
         rows = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
         async with self._journal_write("opening a journal entry") as connection:
             ids = await journal_sql.insert_entries(connection, rows, self._clock())
-        self._journal_depth += len(ids)
+        self._open_entries.update(ids)
         return ids
 
     async def journal_update(
@@ -309,10 +311,10 @@ class Store:
         cycle's end (and the intents waiting to open) in a queue during a burst.
         """
         self._check_open()
-        if entry_id in self._pending.journal_closes:
+        if entry_id not in self._open_entries:
             return
+        self._open_entries.discard(entry_id)
         self._pending.close_journal_entry(entry_id)
-        self._journal_depth = max(0, self._journal_depth - 1)
         self._queued()
 
     async def journal_pending(self) -> list[JournalEntry]:
@@ -327,7 +329,7 @@ class Store:
                 raise store_error(self.path, "reading the journal", error) from None
             closing = set(self._pending.journal_closes)
         entries = [entry for entry in entries if entry.id not in closing]
-        self._journal_depth = len(entries)
+        self._open_entries = {entry.id for entry in entries}
         return entries
 
     @contextlib.asynccontextmanager
@@ -360,7 +362,7 @@ class Store:
         await asyncio.to_thread(prepare_file, self.path, self._clock)
         self._engine = create_store_engine(self.path)
         self._journal_engine = create_store_engine(self.path, synchronous="FULL")
-        self._journal_depth = 0
+        self._open_entries = set()
         self._flusher = asyncio.get_running_loop().create_task(
             self._flush_forever(), name=f"volsched-store-flush:{self.path.name}"
         )
@@ -440,7 +442,7 @@ class Store:
                 schema.snapshot,
             ):
                 await connection.execute(sa.delete(table))
-        self._journal_depth = 0
+        self._open_entries = set()
 
     # -- shutting down --------------------------------------------------------------------
 
