@@ -52,6 +52,13 @@ RELIST_SLICE = 100
 # is sooner: a short first watch brings the bookmark that proves a quiet kind caught up
 # in about a second instead of up to a minute.
 CATCH_UP_WATCH_SECONDS = 3
+# A resumed kind still short of its target after this many of those watches is relisted.
+# kube-apiserver's bookmark carries its watch cache's resourceVersion, which for a kind
+# nobody writes moves only when etcd reports progress: at once when a consistent read
+# of that kind went through the same server's cache (the catch-up target's read), but
+# otherwise only at etcd's progress-notify interval (kubeadm: 5 s; etcd's default: 10
+# minutes), e.g. when the watch lands on another API server of an HA control plane.
+CATCH_UP_WATCHES = 3
 
 
 @dataclass(slots=True)
@@ -77,6 +84,8 @@ class WatchState:
     # A resumed watch is synced only once it has reached the API server's state as of
     # the start (this resourceVersion): before, the cache may hold deleted nodes.
     catch_up_to: int = 0
+    # Watches that ended before the resumed kind reached ``catch_up_to``.
+    catch_up_watches: int = 0
 
 
 class KindWatcher:
@@ -191,6 +200,8 @@ class KindWatcher:
                     await self.sync()
                 await self.watch_once()
                 delay = self.settings.backoff_initial_seconds
+                if not self.state.synced:
+                    self._count_catch_up_watch()
                 # The server closed the stream (timeoutSeconds): resume at once.
                 continue
             except Gone:
@@ -220,6 +231,23 @@ class KindWatcher:
                 self._restarted(str(exc))
             await asyncio.sleep(delay)
             delay = min(delay * 2, self.settings.backoff_max_seconds)
+
+    def _count_catch_up_watch(self) -> None:
+        """A resumed kind whose bookmarks stay short of the target is relisted: the cold
+        start's cost for that kind, rather than waiting on etcd for minutes."""
+        state = self.state
+        state.catch_up_watches += 1
+        if state.catch_up_watches < CATCH_UP_WATCHES:
+            return
+        log.info(
+            "%s: %d watches ended at resourceVersion %s, short of the API server's %d at "
+            "the start; relisting",
+            self.kind,
+            state.catch_up_watches,
+            state.resource_version,
+            state.catch_up_to,
+        )
+        state.resource_version = ""
 
     def _restarted(self, why: str) -> None:
         self.state.restarts += 1

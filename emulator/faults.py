@@ -3,6 +3,9 @@
 ``cut_watches`` ends every open watch now (cleanly, as a server-side timeout does, or
 abruptly, dropping the connection mid-stream); ``stall_watches`` keeps streams open but
 silent — no events, no bookmarks — for a while, then delivers what queued up;
+``freeze_bookmarks`` makes bookmarks carry the revision of that moment, as a watch cache
+does that has not heard from etcd since (a resource nobody writes, on a server whose
+cache nothing has asked to catch up);
 ``compact`` forgets history so the next resume gets 410 Expired; ``fail_next`` answers
 the next requests matching a method and a regular expression (searched in the path with
 its query string) with an error Status instead of serving them.  ``request_log`` records
@@ -83,6 +86,7 @@ class Faults:
         self._failures: list[InjectedFailure] = []
         self._tripwires: list[Tripwire] = []
         self._stalled_until = 0.0
+        self._bookmarks_frozen_at: int | None = None
         self.request_log: list[RequestRecord] = []
 
     def cut_watches(self, abrupt: bool = False) -> int:
@@ -98,6 +102,15 @@ class Faults:
 
     def stall_remaining(self) -> float:
         return max(0.0, self._stalled_until - asyncio.get_running_loop().time())
+
+    def freeze_bookmarks(self) -> None:
+        """From now on, every bookmark carries the store's current revision."""
+        self._bookmarks_frozen_at = self._store.revision
+
+    def bookmark_revision(self) -> int:
+        """The revision a bookmark sent now carries."""
+        frozen = self._bookmarks_frozen_at
+        return self._store.revision if frozen is None else frozen
 
     def compact(self) -> None:
         """Forget every resource's history: resuming from before now is 410 Expired."""
@@ -194,8 +207,10 @@ class Faults:
         ]
 
     def reset(self) -> None:
-        """Drop pending failures and tripwires, end any stall and clear the request log."""
+        """Drop pending failures and tripwires, end any stall, thaw bookmarks and clear the
+        request log."""
         self._failures.clear()
         self._tripwires.clear()
         self._stalled_until = 0.0
+        self._bookmarks_frozen_at = None
         self.request_log.clear()

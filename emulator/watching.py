@@ -182,9 +182,15 @@ class WatchStream:
 
     async def _send_bookmark(self, response: web.StreamResponse) -> None:
         resource = self.request.resource
+        revision = self.faults.bookmark_revision()
+        since = self.request.since
+        if revision < self.store.revision and since is not None and revision <= since:
+            # A frozen watch cache behind where this watcher started: kube-apiserver
+            # sends a watcher nothing at or before its start.
+            return
         bookmark = {
             "kind": resource.kind,
             "apiVersion": resource.api_version,
-            "metadata": {"resourceVersion": str(self.store.revision)},
+            "metadata": {"resourceVersion": str(revision)},
         }
         await self._send(response, {"type": "BOOKMARK", "object": bookmark})

@@ -11,6 +11,7 @@ import pytest
 
 from tests.emulator.support import eventually, node
 from volsched.cache.cluster import ClusterCache
+from volsched.daemon import watching as watching_module
 from volsched.daemon.ingest import Ingest
 from volsched.daemon.kube_client import KubeClient
 from volsched.daemon.watching import KindWatcher, WatchSettings
@@ -88,7 +89,7 @@ async def test_a_quiet_kind_is_caught_up_by_the_bookmark_of_its_short_first_watc
     server: ApiServer, client: KubeClient
 ) -> None:
     resume_from = str(server.store.revision)
-    server.load([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "moved-on"}}])
+    server.load([namespace("moved-on")])
     watching, cluster = watcher(client, resume_from)
     watching.catch_up_to(str(server.store.revision))
     assert not watching.state.synced
@@ -99,3 +100,39 @@ async def test_a_quiet_kind_is_caught_up_by_the_bookmark_of_its_short_first_watc
     assert watching.state.synced
     assert loop.time() - started < 4
     assert cluster.nodes == {}
+
+
+async def test_a_quiet_kind_whose_bookmarks_stay_behind_is_relisted(
+    server: ApiServer, client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch cache that has not heard from etcd since before the target (another API
+    server of an HA control plane): its bookmarks never prove the catch-up, so after a
+    few short watches the kind is relisted, which makes the cache exactly the server's."""
+    monkeypatch.setattr(watching_module, "CATCH_UP_WATCHES", 2)
+    server.load([node("n1")])
+    resume_from = str(server.store.revision)
+    server.load([namespace("before-the-freeze")])
+    server.faults.freeze_bookmarks()
+    server.load([namespace("after-the-freeze")])
+    watching, cluster = watcher(client, resume_from)
+    # What the stored cache held: a node the server no longer has.
+    watching.ingest.upsert("Node", node("ghost"), persist=False)
+    watching.catch_up_to(str(server.store.revision))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    task = asyncio.create_task(watching.run())
+    try:
+        await asyncio.wait_for(watching.state.synced_event.wait(), 15)
+        # Two 3 s watches, each with a bookmark short of the target, then the relist.
+        assert loop.time() - started > 5
+        assert watching.state.catch_up_watches == 2
+        assert watching.state.relists == 1
+        assert set(cluster.nodes) == {"n1"}
+        assert server.faults.requests("GET", r"/api/v1/nodes\?limit=")
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def namespace(name: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}

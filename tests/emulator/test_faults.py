@@ -46,6 +46,38 @@ async def test_stalled_watches_send_nothing_then_catch_up(api: Api, server: ApiS
         watch.close()
 
 
+async def test_frozen_bookmarks_carry_the_revision_of_the_freeze(
+    api: Api, server: ApiServer
+) -> None:
+    """A watch cache nobody has asked to catch up: its bookmarks stay where it was, and a
+    watcher that started at or after that point hears none."""
+    before = await api.ok("POST", PODS, pod("p1"))
+    await api.ok("POST", PODS, pod("p2"))
+    server.faults.freeze_bookmarks()
+    frozen = str(server.store.revision)
+    await api.ok("POST", PVS, pv("pv-1"))
+    assert int(frozen) < server.store.revision
+    behind = await api.watch(
+        "/api/v1/nodes",
+        resourceVersion=before["metadata"]["resourceVersion"],
+        allowWatchBookmarks="true",
+    )
+    level = await api.watch("/api/v1/nodes", resourceVersion=frozen, allowWatchBookmarks="true")
+    try:
+        event = await behind.next(1.0)
+        assert (event["type"], event["object"]["metadata"]["resourceVersion"]) == (
+            "BOOKMARK",
+            frozen,
+        )
+        assert await level.silent_for(0.4)
+        server.faults.reset()
+        event = await level.next(1.0)
+        assert event["object"]["metadata"]["resourceVersion"] == str(server.store.revision)
+    finally:
+        behind.close()
+        level.close()
+
+
 async def test_compact_makes_the_next_resume_expire(api: Api, server: ApiServer) -> None:
     created = await api.ok("POST", PODS, pod("p1"))
     await api.ok("POST", PODS, pod("p2"))
