@@ -208,7 +208,17 @@ def engine_wffc_scaling(ctx: Context) -> Outcome:
         "cost_ratio_mean": ratio,
         "cost_ratio_p50": p50_ratio,
     }
+    largest = nodes_series[-1]
+    largest_p50 = largest["ms_per_pod"]["p50"]
     targets = [
+        target(
+            f"engine per-pod decision at {largest['nodes']} nodes / {largest['pvs']} WFC PVs",
+            "≤ 6 ms",
+            largest_p50,
+            "ms (p50)",
+            largest_p50 <= 6,
+            ctx.quick,
+        ),
         target(
             f"engine per-pod cost at {high['pvs']} PVs vs {low['pvs']} PVs ({fixed_nodes} nodes)",
             "≤ 1.5×",
@@ -216,7 +226,7 @@ def engine_wffc_scaling(ctx: Context) -> Outcome:
             "× (mean)",
             ratio <= 1.5,
             ctx.quick,
-        )
+        ),
     ]
     return results, targets, [png]
 
