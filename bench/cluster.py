@@ -9,9 +9,14 @@ node lifecycle controller does not taint them), and for ``wffc`` a WaitForFirstC
 StorageClass with local PVs pinned to the fake nodes; starts ``volsched run`` on this
 machine with a scheduler name of its own; creates the measured pods (that scheduler
 name, one claim each for ``wffc``) and samples once a second how many are bound, as the
-embedded benchmarks and scheduler_perf do; then deletes everything it created, also
-when interrupted. The cluster's own PV controller binds the claims, so the figure
-includes its real latency.
+embedded benchmarks and scheduler_perf do; then restarts volsched twice against the
+same cluster, warm (the database and snapshot its clean stop kept) and cold (an empty
+database), timing each to ``/readyz``; then deletes everything it created, also when
+interrupted. The cluster's own PV controller binds the claims, so the figure includes
+its real latency. The warm start catches up with the API server through resumed
+watches, most kinds unchanged, so it shows how soon this control plane's bookmarks
+prove an unchanged kind caught up (``catch_up_relists`` counts the kinds that had to be
+relisted instead).
 
 Fake nodes are real Node objects: other schedulers and controllers see them. So the
 benchmark refuses a cluster holding nodes it did not create (a cluster in use) unless
@@ -29,6 +34,7 @@ import itertools
 import json
 import os
 import random
+import re
 import secrets
 import sys
 import time
@@ -39,6 +45,7 @@ from typing import Any
 import aiohttp
 
 from bench.e2e import ROOT, free_port, summary
+from bench.restart import disk_load
 from volsched.cache.errors import ApiError, NotFound
 from volsched.daemon.kube_client import KubeClient
 
@@ -318,11 +325,11 @@ async def tear_down(client: KubeClient, run: ClusterRun) -> dict[str, int]:
 class Daemon:
     """``volsched run`` against the cluster, configured by flags, its own scheduler name."""
 
-    def __init__(self, run: ClusterRun, workdir: Path) -> None:
+    def __init__(self, run: ClusterRun, workdir: Path, name: str = "daemon") -> None:
         self.run = run
         self.port = free_port()
         self.database = workdir / f"bench-{run.run_id}.db"
-        self.log_path = workdir / f"bench-{run.run_id}-daemon.log"
+        self.log_path = workdir / f"bench-{run.run_id}-{name}.log"
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self, timeout: float = 300.0) -> float:
@@ -400,6 +407,36 @@ async def measure(client: KubeClient, run: ClusterRun) -> dict[str, Any]:
     }
 
 
+# The daemon's line when a resumed kind's bookmarks stayed short of its catch-up target.
+CATCH_UP_RELIST = re.compile(r"short of the API server's \d+ at the start; relisting")
+
+
+async def measure_restart(daemon: Daemon, run: ClusterRun, workdir: Path) -> dict[str, Any]:
+    """Stop ``daemon`` cleanly, then time a warm start on its database and a cold start on
+    an empty one, against the cluster as the measurement left it."""
+    await daemon.stop()
+    warm = Daemon(run, workdir, "warm")
+    cold = Daemon(run, workdir, "cold")
+    cold.database = workdir / f"bench-{run.run_id}-cold.db"
+    try:
+        warm_ready = await warm.start()
+        await warm.stop()
+        cold_ready = await cold.start()
+    finally:
+        await warm.stop()
+        await cold.stop()
+    loaded = disk_load(warm.log_path)
+    return {
+        "warm_ready_seconds": round(warm_ready, 2),
+        "cold_ready_seconds": round(cold_ready, 2),
+        "speedup": round(cold_ready / warm_ready, 2) if warm_ready else None,
+        "warm_objects_loaded": loaded.get("objects"),
+        "warm_from_snapshot": loaded.get("from_snapshot"),
+        "warm_ready_after_load_seconds": loaded.get("ready_after_load_seconds"),
+        "catch_up_relists": len(CATCH_UP_RELIST.findall(warm.log_path.read_text())),
+    }
+
+
 async def run_benchmark(run: ClusterRun, workdir: Path) -> dict[str, Any]:
     client = await KubeClient.connect(run.kubeconfig)
     daemon = Daemon(run, workdir)
@@ -411,6 +448,7 @@ async def run_benchmark(run: ClusterRun, workdir: Path) -> dict[str, Any]:
             heartbeat = asyncio.create_task(keep_nodes_alive(client, run))
             ready = await daemon.start()
             result = await measure(client, run)
+            result["restart"] = await measure_restart(daemon, run, workdir)
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()

@@ -82,7 +82,7 @@ READY = re.compile(r"^(\S+ \S+) INFO volsched: volsched ready", re.MULTILINE)
 STAMP = re.compile(r"^(\S+ \S+) ", re.MULTILINE)
 
 
-def _disk_load(log_path: Path) -> dict[str, Any]:
+def disk_load(log_path: Path) -> dict[str, Any]:
     text = log_path.read_text(errors="replace")
     match = LOADED.search(text)
     if match is None:
@@ -128,7 +128,7 @@ async def _one_start(
         "ready_seconds": round(ready, 3),
         "exit_code": code,
         "peak_rss_mb": rss,
-        "load_from_disk": _disk_load(daemon.log_path),
+        "load_from_disk": disk_load(daemon.log_path),
     }
     if summary is not None:
         result["profile"] = summary

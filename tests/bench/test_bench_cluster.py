@@ -1,6 +1,7 @@
 """``python -m bench cluster`` against the embedded API emulator, reached like any cluster
 through a kubeconfig: it refuses a cluster with nodes of its own, measures a small run of
-both shapes (the emulator's PV controller binding the claims), and leaves nothing behind."""
+both shapes (the emulator's PV controller binding the claims) and a warm and a cold
+restart, and leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -87,6 +88,13 @@ async def test_measures_and_cleans_up(tmp_path: Path, server: ApiServer, shape: 
     assert result["nodes"] == 6
     assert result["overall_pods_per_second"] > 0
     assert result["command"].startswith("python -m bench cluster --kubeconfig FILE")
+    # Restarted warm from the snapshot its clean stop kept, every kind caught up by its
+    # watch; and cold from an empty database.
+    restart = result["restart"]
+    assert restart["warm_from_snapshot"] is True
+    assert restart["warm_objects_loaded"] > 6 + 12
+    assert restart["catch_up_relists"] == 0
+    assert restart["warm_ready_seconds"] > 0 and restart["cold_ready_seconds"] > 0
     assert leftovers(server) == {}
     if shape == "wffc":
         assert result["deleted"]["PersistentVolume"] == 18
