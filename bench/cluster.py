@@ -34,7 +34,6 @@ import itertools
 import json
 import os
 import random
-import re
 import secrets
 import sys
 import time
@@ -44,10 +43,17 @@ from typing import Any
 
 import aiohttp
 
-from bench.e2e import ROOT, free_port, summary
+from bench.e2e import (
+    ROOT,
+    compile_daemon_modules,
+    free_port,
+    installed_python_environment,
+    summary,
+)
 from bench.restart import disk_load
 from volsched.cache.errors import ApiError, NotFound
 from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.watching import CATCH_UP_RELIST
 
 Raw = dict[str, Any]
 LABEL = "volsched.io/bench"
@@ -333,6 +339,7 @@ class Daemon:
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self, timeout: float = 300.0) -> float:
+        compile_daemon_modules()
         started = time.monotonic()
         with self.log_path.open("wb") as log:
             self.process = await asyncio.create_subprocess_exec(
@@ -350,6 +357,7 @@ class Daemon:
                 self.run.scheduler_name,
                 "--leader-elect=false",
                 cwd=str(ROOT),
+                env=installed_python_environment(),
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=log,
             )
@@ -363,7 +371,7 @@ class Daemon:
                     async with session.get(url, ssl=False) as response:
                         if response.status == 200:
                             return time.monotonic() - started
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(0.01)
         raise RuntimeError(f"volsched was not ready within {timeout:g}s; see {self.log_path}")
 
     async def stop(self) -> None:
@@ -407,24 +415,28 @@ async def measure(client: KubeClient, run: ClusterRun) -> dict[str, Any]:
     }
 
 
-# The daemon's line when a resumed kind's bookmarks stayed short of its catch-up target.
-CATCH_UP_RELIST = re.compile(r"short of the API server's \d+ at the start; relisting")
-
-
 async def measure_restart(daemon: Daemon, run: ClusterRun, workdir: Path) -> dict[str, Any]:
     """Stop ``daemon`` cleanly, then time a warm start on its database and a cold start on
-    an empty one, against the cluster as the measurement left it."""
+    an empty one, against the cluster as the measurement left it.  A failure here is
+    reported in the result rather than losing the throughput already measured."""
     await daemon.stop()
     warm = Daemon(run, workdir, "warm")
     cold = Daemon(run, workdir, "cold")
     cold.database = workdir / f"bench-{run.run_id}-cold.db"
     try:
-        warm_ready = await warm.start()
-        await warm.stop()
-        cold_ready = await cold.start()
+        try:
+            warm_ready = await warm.start()
+        finally:
+            await warm.stop()
+        try:
+            cold_ready = await cold.start()
+        finally:
+            await cold.stop()
+    except (RuntimeError, OSError) as exc:
+        return {"error": str(exc)}
     finally:
-        await warm.stop()
-        await cold.stop()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{cold.database}{suffix}").unlink(missing_ok=True)
     loaded = disk_load(warm.log_path)
     return {
         "warm_ready_seconds": round(warm_ready, 2),
@@ -433,7 +445,7 @@ async def measure_restart(daemon: Daemon, run: ClusterRun, workdir: Path) -> dic
         "warm_objects_loaded": loaded.get("objects"),
         "warm_from_snapshot": loaded.get("from_snapshot"),
         "warm_ready_after_load_seconds": loaded.get("ready_after_load_seconds"),
-        "catch_up_relists": len(CATCH_UP_RELIST.findall(warm.log_path.read_text())),
+        "catch_up_relists": warm.log_path.read_text(errors="replace").count(CATCH_UP_RELIST),
     }
 
 

@@ -52,13 +52,17 @@ RELIST_SLICE = 100
 # is sooner: a short first watch brings the bookmark that proves a quiet kind caught up
 # in about a second instead of up to a minute.
 CATCH_UP_WATCH_SECONDS = 3
-# A resumed kind still short of its target after this many of those watches is relisted.
-# kube-apiserver's bookmark carries its watch cache's resourceVersion, which for a kind
-# nobody writes moves only when etcd reports progress: at once when a consistent read
-# of that kind went through the same server's cache (the catch-up target's read), but
-# otherwise only at etcd's progress-notify interval (kubeadm: 5 s; etcd's default: 10
-# minutes), e.g. when the watch lands on another API server of an HA control plane.
+# A resumed kind still short of its target after this many of those watches (ended by
+# the server or failed) is relisted. kube-apiserver's bookmark carries its watch cache's
+# resourceVersion, which for a kind nobody writes moves only when etcd reports progress.
+# Where consistent lists are served from the watch cache (1.31 on), the catch-up
+# target's read brings that server's cache forward at once; otherwise (older servers, or
+# a watch that lands on another API server of an HA control plane) it moves only at
+# etcd's progress-notify interval (kubeadm: 5 s; etcd's default: 10 minutes), and a
+# resume point ahead of that cache is refused with "Too large resource version".
 CATCH_UP_WATCHES = 3
+# Logged when a resumed kind is relisted for that reason (the cluster bench counts it).
+CATCH_UP_RELIST = "relisting to catch up"
 
 
 @dataclass(slots=True)
@@ -86,6 +90,10 @@ class WatchState:
     catch_up_to: int = 0
     # Watches that ended before the resumed kind reached ``catch_up_to``.
     catch_up_watches: int = 0
+
+
+def _older(version: str, than: str) -> bool:
+    return version.isdigit() and than.isdigit() and int(version) < int(than)
 
 
 class KindWatcher:
@@ -173,6 +181,9 @@ class KindWatcher:
             obj = event.get("object") or {}
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if kind_of_event == "BOOKMARK":
+                if _older(version, state.resource_version):
+                    # kube-apiserver never goes back; a proxy or a stale server might.
+                    continue
                 state.resource_version = version or state.resource_version
                 self._mark_caught_up(version)
                 if self.store is not None and version:
@@ -229,6 +240,8 @@ class KindWatcher:
                     continue
                 log.warning("%s watch failed: %s; retrying in %.1fs", self.kind, exc, delay)
                 self._restarted(str(exc))
+                if not self.state.synced and self.state.resource_version:
+                    self._count_catch_up_watch()
             await asyncio.sleep(delay)
             delay = min(delay * 2, self.settings.backoff_max_seconds)
 
@@ -239,15 +252,17 @@ class KindWatcher:
         state.catch_up_watches += 1
         if state.catch_up_watches < CATCH_UP_WATCHES:
             return
+        target = f"the API server's {state.catch_up_to}" if state.catch_up_to else "a bookmark"
         log.info(
-            "%s: %d watches ended at resourceVersion %s, short of the API server's %d at "
-            "the start; relisting",
+            "%s: %d watches from resourceVersion %s never reached %s; %s",
             self.kind,
             state.catch_up_watches,
             state.resource_version,
-            state.catch_up_to,
+            target,
+            CATCH_UP_RELIST,
         )
         state.resource_version = ""
+        self._restarted("catch-up relist")
 
     def _restarted(self, why: str) -> None:
         self.state.restarts += 1

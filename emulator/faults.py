@@ -104,7 +104,8 @@ class Faults:
         return max(0.0, self._stalled_until - asyncio.get_running_loop().time())
 
     def freeze_bookmarks(self) -> None:
-        """From now on, every bookmark carries the store's current revision."""
+        """From now on, every bookmark carries the store's current revision; a watcher that
+        started at or past it, or was sent anything past it, gets no bookmark."""
         self._bookmarks_frozen_at = self._store.revision
 
     def bookmark_revision(self) -> int:

@@ -72,6 +72,9 @@ class WatchStream:
         self.faults = faults
         self.request = request
         self.bookmark_interval_seconds = bookmark_interval_seconds
+        # The newest revision this watcher has been sent (or started at): kube-apiserver
+        # never sends a watcher anything at or below it.
+        self._reached = 0
 
     async def serve(
         self, http: web.Request, on_open: Callable[[int], None] | None = None
@@ -82,6 +85,9 @@ class WatchStream:
         try:
             replay, subscription = self.store.subscribe(
                 self.request.resource.key, self.request.since
+            )
+            self._reached = (
+                self.store.revision if self.request.since is None else self.request.since
             )
         except Expired as expired:
             await response.prepare(http)
@@ -112,6 +118,7 @@ class WatchStream:
     async def _send_change(self, response: web.StreamResponse, change: Change) -> None:
         event = translate(change, self.request)
         if event is not None:
+            self._reached = max(self._reached, change.revision)
             kind, obj = event
             await self._send(response, {"type": kind, "object": serve(self.request.resource, obj)})
 
@@ -183,11 +190,11 @@ class WatchStream:
     async def _send_bookmark(self, response: web.StreamResponse) -> None:
         resource = self.request.resource
         revision = self.faults.bookmark_revision()
-        since = self.request.since
-        if revision < self.store.revision and since is not None and revision <= since:
-            # A frozen watch cache behind where this watcher started: kube-apiserver
-            # sends a watcher nothing at or before its start.
+        if revision < self.store.revision and revision <= self._reached:
+            # A frozen watch cache behind what this watcher started at or was sent:
+            # kube-apiserver sends a watcher nothing at or below that.
             return
+        self._reached = max(self._reached, revision)
         bookmark = {
             "kind": resource.kind,
             "apiVersion": resource.api_version,

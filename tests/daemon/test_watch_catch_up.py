@@ -14,7 +14,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.daemon import watching as watching_module
 from volsched.daemon.ingest import Ingest
 from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.watching import KindWatcher, WatchSettings
+from volsched.daemon.watching import CATCH_UP_RELIST, KindWatcher, WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 
@@ -35,12 +35,15 @@ async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]
 
 
 def watcher(
-    client: KubeClient, resume_from: str, gate: asyncio.Event | None = None
+    client: KubeClient,
+    resume_from: str,
+    gate: asyncio.Event | None = None,
+    settings: WatchSettings | None = None,
 ) -> tuple[KindWatcher, ClusterCache]:
     cluster = ClusterCache()
     ingest = Ingest(cluster, None, "volsched")
     return KindWatcher(
-        "Node", client, ingest, None, WatchSettings(), resume_from, apply_after=gate
+        "Node", client, ingest, None, settings or WatchSettings(), resume_from, apply_after=gate
     ), cluster
 
 
@@ -136,3 +139,86 @@ async def test_a_quiet_kind_whose_bookmarks_stay_behind_is_relisted(
 
 def namespace(name: str) -> dict[str, object]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+async def test_failed_catch_up_watches_count_towards_the_relist(
+    server: ApiServer, client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server whose watch cache is behind the resume point refuses the watch ("Too large
+    resource version", 504); those failures count like watches that ended short."""
+    monkeypatch.setattr(watching_module, "CATCH_UP_WATCHES", 2)
+    server.load([node("n1")])
+    resume_from = str(server.store.revision)
+    server.load([namespace("moved-on")])
+    server.faults.fail_next("GET", WATCHES, 504, times=5)
+    watching, cluster = watcher(client, resume_from, settings=FAST_BACKOFF)
+    watching.catch_up_to(str(server.store.revision))
+    task = asyncio.create_task(watching.run())
+    try:
+        await asyncio.wait_for(watching.state.synced_event.wait(), 10)
+        assert watching.state.catch_up_watches == 2
+        assert watching.state.relists == 1
+        assert set(cluster.nodes) == {"n1"}
+        # Refused twice, then relisted: the remaining injected failures were not needed.
+        assert server.faults.pending_failures() == 3
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_watches_ending_after_the_catch_up_are_not_counted(
+    server: ApiServer, client: KubeClient
+) -> None:
+    resume_from = str(server.store.revision)
+    server.load([node("n1")])
+    watching, cluster = watcher(client, resume_from)
+    watching.catch_up_to(str(server.store.revision))
+    task = asyncio.create_task(watching.run())
+    try:
+        await asyncio.wait_for(watching.state.synced_event.wait(), 5)
+        for _ in range(3):
+            # Each stream the server ends is reopened, never counted towards a relist.
+            opened = len(server.faults.requests("GET", WATCHES))
+            await eventually(lambda: server.store.subscriptions(), what="a watch open")
+            server.faults.cut_watches()
+            await eventually(
+                lambda opened=opened: len(server.faults.requests("GET", WATCHES)) > opened,
+                what="the watch reopened",
+            )
+        assert watching.state.catch_up_watches == 0
+        assert watching.state.relists == 0
+        assert set(cluster.nodes) == {"n1"}
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_without_a_target_a_kind_with_no_bookmark_at_all_is_relisted(
+    server: ApiServer,
+    client: KubeClient,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The target could not be read, and the server sends this watcher no bookmark (its
+    cache is no further than the resume point): after the short watches, a relist."""
+    monkeypatch.setattr(watching_module, "CATCH_UP_WATCHES", 2)
+    server.load([node("n1")])
+    server.faults.freeze_bookmarks()
+    resume_from = str(server.store.revision)
+    server.load([namespace("after-the-freeze")])
+    watching, cluster = watcher(client, resume_from)
+    caplog.set_level("INFO", logger="volsched.watch")
+    task = asyncio.create_task(watching.run())
+    try:
+        await asyncio.wait_for(watching.state.synced_event.wait(), 15)
+        assert watching.state.relists == 1
+        assert set(cluster.nodes) == {"n1"}
+        [line] = [r.getMessage() for r in caplog.records if CATCH_UP_RELIST in r.getMessage()]
+        assert "never reached a bookmark" in line
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+WATCHES = r"/api/v1/nodes\?.*watch=true"
+FAST_BACKOFF = WatchSettings(backoff_initial_seconds=0.05, backoff_max_seconds=0.1)
