@@ -191,8 +191,9 @@ class WatchStream:
         resource = self.request.resource
         revision = self.faults.bookmark_revision()
         if revision < self.store.revision and revision <= self._reached:
-            # A frozen watch cache behind what this watcher started at or was sent:
-            # kube-apiserver sends a watcher nothing at or below that.
+            # A frozen watch cache no further than this watcher stands (where it started,
+            # or what it was sent): kube-apiserver never moves a watcher back, and a
+            # bookmark at the same version would tell it nothing.
             return
         self._reached = max(self._reached, revision)
         bookmark = {
