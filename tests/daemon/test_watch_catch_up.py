@@ -4,6 +4,7 @@ before the stored cache has loaded (against the emulator over real HTTP)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -32,6 +33,32 @@ async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]
     connected = await KubeClient.connect(str(kubeconfig))
     yield connected
     await connected.close()
+
+
+def resumed(
+    server: ApiServer,
+    client: KubeClient,
+    changes: list[dict[str, object]],
+    settings: WatchSettings | None = None,
+) -> tuple[KindWatcher, ClusterCache]:
+    """A Node watcher resuming from the server's version before ``changes`` land, with
+    the version after them as its catch-up target."""
+    resume_from = str(server.store.revision)
+    server.load(changes)
+    watching, cluster = watcher(client, resume_from, settings=settings)
+    watching.catch_up_to(str(server.store.revision))
+    return watching, cluster
+
+
+@contextlib.asynccontextmanager
+async def running(watching: KindWatcher) -> AsyncIterator[None]:
+    """``watching.run()`` in a task for the block, cancelled after it."""
+    task = asyncio.create_task(watching.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def watcher(
@@ -91,10 +118,7 @@ async def test_events_wait_for_the_stored_cache_and_the_bookmark_proves_the_catc
 async def test_a_quiet_kind_is_caught_up_by_the_bookmark_of_its_short_first_watch(
     server: ApiServer, client: KubeClient
 ) -> None:
-    resume_from = str(server.store.revision)
-    server.load([namespace("moved-on")])
-    watching, cluster = watcher(client, resume_from)
-    watching.catch_up_to(str(server.store.revision))
+    watching, cluster = resumed(server, client, [namespace("moved-on")])
     assert not watching.state.synced
     loop = asyncio.get_running_loop()
     started = loop.time()
@@ -123,8 +147,7 @@ async def test_a_quiet_kind_whose_bookmarks_stay_behind_is_relisted(
     watching.catch_up_to(str(server.store.revision))
     loop = asyncio.get_running_loop()
     started = loop.time()
-    task = asyncio.create_task(watching.run())
-    try:
+    async with running(watching):
         await asyncio.wait_for(watching.state.synced_event.wait(), 15)
         # Two 3 s watches, each with a bookmark short of the target, then the relist.
         assert loop.time() - started > 5
@@ -132,9 +155,6 @@ async def test_a_quiet_kind_whose_bookmarks_stay_behind_is_relisted(
         assert watching.state.relists == 1
         assert set(cluster.nodes) == {"n1"}
         assert server.faults.requests("GET", r"/api/v1/nodes\?limit=")
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 def namespace(name: str) -> dict[str, object]:
@@ -148,33 +168,22 @@ async def test_failed_catch_up_watches_count_towards_the_relist(
     resource version", 504); those failures count like watches that ended short."""
     monkeypatch.setattr(watching_module, "CATCH_UP_WATCHES", 2)
     server.load([node("n1")])
-    resume_from = str(server.store.revision)
-    server.load([namespace("moved-on")])
+    watching, cluster = resumed(server, client, [namespace("moved-on")], FAST_BACKOFF)
     server.faults.fail_next("GET", WATCHES, 504, times=5)
-    watching, cluster = watcher(client, resume_from, settings=FAST_BACKOFF)
-    watching.catch_up_to(str(server.store.revision))
-    task = asyncio.create_task(watching.run())
-    try:
+    async with running(watching):
         await asyncio.wait_for(watching.state.synced_event.wait(), 10)
         assert watching.state.catch_up_watches == 2
         assert watching.state.relists == 1
         assert set(cluster.nodes) == {"n1"}
         # Refused twice, then relisted: the remaining injected failures were not needed.
         assert server.faults.pending_failures() == 3
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_watches_ending_after_the_catch_up_are_not_counted(
     server: ApiServer, client: KubeClient
 ) -> None:
-    resume_from = str(server.store.revision)
-    server.load([node("n1")])
-    watching, cluster = watcher(client, resume_from)
-    watching.catch_up_to(str(server.store.revision))
-    task = asyncio.create_task(watching.run())
-    try:
+    watching, cluster = resumed(server, client, [node("n1")])
+    async with running(watching):
         await asyncio.wait_for(watching.state.synced_event.wait(), 5)
         for _ in range(3):
             # Each stream the server ends is reopened, never counted towards a relist.
@@ -188,9 +197,6 @@ async def test_watches_ending_after_the_catch_up_are_not_counted(
         assert watching.state.catch_up_watches == 0
         assert watching.state.relists == 0
         assert set(cluster.nodes) == {"n1"}
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_without_a_target_a_kind_with_no_bookmark_at_all_is_relisted(
@@ -208,16 +214,12 @@ async def test_without_a_target_a_kind_with_no_bookmark_at_all_is_relisted(
     server.load([namespace("after-the-freeze")])
     watching, cluster = watcher(client, resume_from)
     caplog.set_level("INFO", logger="volsched.watch")
-    task = asyncio.create_task(watching.run())
-    try:
+    async with running(watching):
         await asyncio.wait_for(watching.state.synced_event.wait(), 15)
         assert watching.state.relists == 1
         assert set(cluster.nodes) == {"n1"}
         [line] = [r.getMessage() for r in caplog.records if CATCH_UP_RELIST in r.getMessage()]
         assert "never reached a bookmark" in line
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 WATCHES = r"/api/v1/nodes\?.*watch=true"
