@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 import aiohttp
 
-from tests.emulator.support import Api, node, pod
+from tests.emulator.support import Api, WatchReader, node, pod
 from volsched.emulator import ApiServer, ControllerSettings
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -283,10 +284,17 @@ async def test_a_bookmark_comes_two_seconds_before_the_deadline_when_that_is_soo
     try:
         async with aiohttp.ClientSession(emulator.url) as session:
             api = Api(session)
+
+            def lasting(seconds: int) -> Awaitable[WatchReader]:
+                return api.watch(
+                    PODS,
+                    resourceVersion="0",
+                    allowWatchBookmarks="true",
+                    timeoutSeconds=str(seconds),
+                )
+
             started = loop.time()
-            short = await api.watch(
-                PODS, resourceVersion="0", allowWatchBookmarks="true", timeoutSeconds="3"
-            )
+            short = await lasting(3)
             try:
                 event = await short.next(2.5)
                 assert event["type"] == "BOOKMARK"
@@ -294,16 +302,12 @@ async def test_a_bookmark_comes_two_seconds_before_the_deadline_when_that_is_soo
                 assert await short.until_eof(3.0) == []
             finally:
                 short.close()
-            brief = await api.watch(
-                PODS, resourceVersion="0", allowWatchBookmarks="true", timeoutSeconds="1"
-            )
+            brief = await lasting(1)
             try:
                 assert await brief.until_eof(2.0) == []
             finally:
                 brief.close()
-            long = await api.watch(
-                PODS, resourceVersion="0", allowWatchBookmarks="true", timeoutSeconds="300"
-            )
+            long = await lasting(300)
             try:
                 assert await long.silent_for(1.5)
             finally:
