@@ -52,8 +52,8 @@ from bench.e2e import (
 )
 from bench.restart import disk_load
 from volsched.cache.errors import ApiError, NotFound
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.watching import CATCH_UP_RELIST
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.watch.watching import CATCH_UP_RELIST
 
 Raw = dict[str, Any]
 LABEL = "volsched.io/bench"

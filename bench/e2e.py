@@ -9,7 +9,7 @@ which overlaps pod creation, skipped; an interval in which nothing was bound mer
 the next), as their average and 50th/90th/95th/99th percentiles.
 
 The daemon is the real one with its real SQLite file and talks HTTP to the emulator.
-It runs either as a subprocess (``python -m volsched.daemon.cli run``; the default, and what the
+It runs either as a subprocess (``python -m volsched.daemon.cli.main run``; the default, and what the
 published figures use: on a 2-core machine the emulator gets one core and the daemon
 the other) or in the bench process, sharing one event loop with the emulator (both on
 one core; it also lets the bench time every scheduling cycle exactly).
@@ -448,7 +448,7 @@ def compile_daemon_modules() -> None:
             stdout=subprocess.DEVNULL,
         )
     subprocess.run(
-        [sys.executable, "-c", "import volsched.daemon.cli, volsched.daemon.app"],
+        [sys.executable, "-c", "import volsched.daemon.cli.main, volsched.daemon.runtime.app"],
         cwd=ROOT,
         env=env,
         check=True,
@@ -456,7 +456,7 @@ def compile_daemon_modules() -> None:
 
 
 class DaemonProcess:
-    """``python -m volsched.daemon.cli run`` as a child process, with its readiness and memory."""
+    """``python -m volsched.daemon.cli.main run`` as a child process, with its readiness and memory."""
 
     def __init__(self, workdir: Path, database: Path, url: str, parallelism: int = 16) -> None:
         self.port = free_port()
@@ -483,7 +483,7 @@ class DaemonProcess:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "volsched.daemon.cli",
+            "volsched.daemon.cli.main",
             "run",
             "--kubeconfig",
             str(self.kubeconfig),
@@ -562,10 +562,15 @@ class InProcessDaemon:
         self.client: Any = None
 
     async def start(self) -> float:
-        from volsched.daemon.app import DaemonOptions, open_daemon
-        from volsched.daemon.config import AuthSettings, DatabaseSettings, HttpSettings, Settings
-        from volsched.daemon.kube_client import KubeClient
-        from volsched.daemon.watching import WatchSettings
+        from volsched.daemon.config.settings import (
+            AuthSettings,
+            DatabaseSettings,
+            HttpSettings,
+            Settings,
+        )
+        from volsched.daemon.kube.client import KubeClient
+        from volsched.daemon.runtime.app import DaemonOptions, open_daemon
+        from volsched.daemon.watch.watching import WatchSettings
 
         started = time.monotonic()
         kubeconfig = write_kubeconfig(self.workdir / "kubeconfig", self.url)

@@ -11,8 +11,8 @@ or past it; no kind changed here, so a bookmark).  Both are timed from process s
 (``fork``/``exec``) to the first ``/readyz`` answering 200, polled every 10 ms, with the
 daemon's modules already compiled to bytecode as an installed package has them.
 
-Also reported: the interpreter-plus-imports floor (``python -c 'import volsched.daemon.cli,
-volsched.daemon.app'``), which both starts pay; the daemon's own log line giving the load
+Also reported: the interpreter-plus-imports floor (``python -c 'import volsched.daemon.cli.main,
+volsched.daemon.runtime.app'``), which both starts pay; the daemon's own log line giving the load
 from disk; and how long after that load the daemon was ready (the catch-up wait), so
 the ratio can be read with and without the fixed costs.
 """
@@ -48,7 +48,9 @@ LOADED = re.compile(
 )
 
 
-IMPORT_AND_STAMP = "import volsched.daemon.cli, volsched.daemon.app, time; print(time.monotonic())"
+IMPORT_AND_STAMP = (
+    "import volsched.daemon.cli.main, volsched.daemon.runtime.app, time; print(time.monotonic())"
+)
 
 
 def import_floor_seconds(repeats: int) -> float:

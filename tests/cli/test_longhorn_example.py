@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from volsched.daemon.cli import main
+from volsched.daemon.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "longhorn.yaml")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from volsched.daemon.cli import main
+from volsched.daemon.cli.main import main
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "constraints.yaml")
 

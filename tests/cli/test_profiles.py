@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from volsched.cache.errors import ConfigError
-from volsched.daemon.cli import main
-from volsched.daemon.config import load_settings
+from volsched.daemon.cli.main import main
+from volsched.daemon.config.settings import load_settings
 
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 

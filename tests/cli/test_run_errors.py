@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from volsched.daemon.cli import main
+from volsched.daemon.cli.main import main
 from volsched.emulator import ApiServer, write_kubeconfig
 
 
@@ -88,7 +88,7 @@ async def test_port_in_use_or_host_unresolvable(tmp_path: Path, taken: bool) -> 
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "volsched.daemon.cli",
+                "volsched.daemon.cli.main",
                 "run",
                 "--config",
                 config(tmp_path, address),

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from volsched.daemon.cli import main
+from volsched.daemon.cli.main import main
 
 CLUSTER = """
 apiVersion: v1

@@ -81,7 +81,7 @@ async def launch(workdir: Path, kubeconfig: Path, replica: Replica, identity: st
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "volsched.daemon.cli",
+            "volsched.daemon.cli.main",
             "run",
             "--kubeconfig",
             str(kubeconfig),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from volsched.daemon.kube_client import KubeClient, environment_configures_http
+from volsched.daemon.kube.client import KubeClient, environment_configures_http
 from volsched.emulator import ApiServer, write_kubeconfig
 
 CASES = [

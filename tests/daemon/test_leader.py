@@ -19,8 +19,8 @@ from typing import Any, NoReturn
 import pytest
 
 from volsched.cache.errors import ConfigError, NotFound
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.leader import LeaderElectionSettings, LeaderElector, micro_time
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.runtime.leader import LeaderElectionSettings, LeaderElector, micro_time
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 Raw = dict[str, Any]

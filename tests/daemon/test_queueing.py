@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import parse, pod
 from volsched.cache.objects.core import Pod
-from volsched.daemon.queueing import SchedulingQueue
+from volsched.daemon.queue.queueing import SchedulingQueue
 
 
 class Clock:

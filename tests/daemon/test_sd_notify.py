@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from volsched.daemon.sd_notify import Notifier, notify, notify_address
+from volsched.daemon.runtime.sd_notify import Notifier, notify, notify_address
 
 
 @dataclass

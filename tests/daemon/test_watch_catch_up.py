@@ -12,10 +12,10 @@ import pytest
 
 from tests.emulator.support import eventually, node
 from volsched.cache.cluster import ClusterCache
-from volsched.daemon import watching as watching_module
-from volsched.daemon.ingest import Ingest
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.watching import CATCH_UP_RELIST, KindWatcher, WatchSettings
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.watch import watching as watching_module
+from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.watching import CATCH_UP_RELIST, KindWatcher, WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 

@@ -18,8 +18,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from volsched.daemon.cli import build_parser
-from volsched.daemon.config import DEFAULT_DATABASE_PATH, DEFAULT_HTTP_ADDRESS
+from volsched.daemon.cli.main import build_parser
+from volsched.daemon.config.settings import DEFAULT_DATABASE_PATH, DEFAULT_HTTP_ADDRESS
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -211,7 +211,7 @@ def test_dependencies_are_installed_before_the_source_is_copied() -> None:
 def test_entrypoint_is_the_console_script_and_cmd_is_run() -> None:
     (entrypoint,) = FINAL.last("ENTRYPOINT").exec_form()
     assert entrypoint in PYPROJECT["project"]["scripts"]
-    assert PYPROJECT["project"]["scripts"][entrypoint] == "volsched.daemon.cli:main"
+    assert PYPROJECT["project"]["scripts"][entrypoint] == "volsched.daemon.cli.main:main"
     command = FINAL.last("CMD").exec_form()
     assert command == ["run"]
     assert build_parser().parse_args(command).command == "run"

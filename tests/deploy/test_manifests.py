@@ -20,8 +20,8 @@ import pytest
 import yaml
 
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.config import Settings, load_settings
-from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, VOLSCHED_STORAGE_KINDS
+from volsched.daemon.config.settings import Settings, load_settings
+from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, VOLSCHED_STORAGE_KINDS
 from volsched.scheduling.scheduler_config import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from volsched.daemon.cli import build_parser
+from volsched.daemon.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "systemd" / "volsched.service"

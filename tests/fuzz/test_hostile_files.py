@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from tests.fuzz.sizes import EXAMPLES
 from volsched.cache.errors import VolschedError
-from volsched.daemon.cli import main
-from volsched.daemon.config import load_settings
-from volsched.daemon.policy_file import load_policy_file
-from volsched.daemon.snapshot_files import load_snapshot
+from volsched.daemon.cli.main import main
+from volsched.daemon.cli.snapshot_files import load_snapshot
+from volsched.daemon.config.policy_file import load_policy_file
+from volsched.daemon.config.settings import load_settings
 
 DEEP = "[" * 50_000 + "]" * 50_000
 NODE = (

@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from tests.emulator.support import eventually as _eventually
-from volsched.daemon.app import Daemon, DaemonOptions, open_daemon
-from volsched.daemon.config import AuthSettings, DatabaseSettings, HttpSettings, Settings
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.leader import LeaderElectionSettings, default_identity
-from volsched.daemon.watching import WatchSettings
+from volsched.daemon.config.settings import AuthSettings, DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.runtime.app import Daemon, DaemonOptions, open_daemon
+from volsched.daemon.runtime.leader import LeaderElectionSettings, default_identity
+from volsched.daemon.watch.watching import WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +166,7 @@ class Cluster:
         return await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "volsched.daemon.cli",
+            "volsched.daemon.cli.main",
             "run",
             "--kubeconfig",
             str(self.kubeconfig),

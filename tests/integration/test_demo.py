@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import time
 
-from volsched.daemon.demo import run_demo
+from volsched.daemon.cli.demo import run_demo
 
 
 async def test_demo_places_everything_but_the_warehouse() -> None:

@@ -18,8 +18,8 @@ import pytest
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
 from tests.store.small_disk import Disk, small_disk
-from volsched.daemon.app import Daemon
-from volsched.daemon.config import BackoffSettings, DatabaseSettings
+from volsched.daemon.config.settings import BackoffSettings, DatabaseSettings
+from volsched.daemon.runtime.app import Daemon
 
 FULL = "database or disk is full"
 

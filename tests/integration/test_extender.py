@@ -11,8 +11,8 @@ import pytest
 
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
-from volsched.daemon.app import Daemon
-from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.runtime.app import Daemon
 from volsched.emulator import ControllerSettings
 
 Raw = dict[str, Any]

@@ -16,9 +16,9 @@ from tests.integration.certificates import client_pair
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
 from volsched.cache.errors import ConfigError
-from volsched.daemon.app import Daemon
-from volsched.daemon.config import AuthSettings, HttpSettings
-from volsched.daemon.tls import self_signed_pair
+from volsched.daemon.config.settings import AuthSettings, HttpSettings
+from volsched.daemon.http.tls import self_signed_pair
+from volsched.daemon.runtime.app import Daemon
 from volsched.emulator import User
 
 SCHEDULER = "scheduler-token"

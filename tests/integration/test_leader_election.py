@@ -8,7 +8,7 @@ import signal
 
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import node, pod
-from volsched.daemon.config import DatabaseSettings
+from volsched.daemon.config.settings import DatabaseSettings
 
 
 async def test_only_the_leader_schedules_and_a_graceful_stop_hands_over(cluster: Cluster) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
-from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.kube.client import KubeClient
 
 Raw = dict[str, Any]
 GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"

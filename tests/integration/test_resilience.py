@@ -15,7 +15,7 @@ import pytest
 
 from tests.integration.conftest import FAST, Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
-from volsched.daemon.config import DatabaseSettings
+from volsched.daemon.config.settings import DatabaseSettings
 from volsched.emulator import ApiServer, ControllerSettings
 
 BASE = [node("node-1", "zone-a"), node("node-2", "zone-b"), storage_class("local")]

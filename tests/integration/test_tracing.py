@@ -10,9 +10,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
-from volsched.daemon.app import DaemonOptions, open_daemon
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.tracing import make_tracer
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.runtime.app import DaemonOptions, open_daemon
+from volsched.daemon.telemetry.tracing import make_tracer
 
 
 async def test_span_tree_of_a_scheduled_pod(cluster: Cluster) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
-from volsched.daemon.app import Daemon
+from volsched.daemon.runtime.app import Daemon
 
 
 def snapshot_rows(cluster: Cluster) -> int:

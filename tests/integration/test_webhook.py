@@ -18,9 +18,9 @@ import aiohttp
 import pytest
 
 from tests.integration.conftest import ROOT, Cluster, eventually
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.tls_files import ReloadingTLS
-from volsched.daemon.webhook import RoutingWebhook
+from volsched.daemon.http.tls_files import ReloadingTLS
+from volsched.daemon.http.webhook import RoutingWebhook
+from volsched.daemon.kube.client import KubeClient
 from volsched.scheduling.routing import RoutingRules
 
 Raw = dict[str, Any]

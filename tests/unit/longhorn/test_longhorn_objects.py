@@ -27,7 +27,7 @@ from volsched.cache.objects.longhorn import (
     parse_longhorn_setting,
     parse_longhorn_volume,
 )
-from volsched.daemon.snapshot_files import load_snapshot
+from volsched.daemon.cli.snapshot_files import load_snapshot
 
 
 def test_a_node_is_read_with_its_disks_named_by_uuid() -> None:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from volsched.cache.errors import ApiError
 from volsched.cache.objects.core import Pod
-from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.kube.client import KubeClient
 from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
 

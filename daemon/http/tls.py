@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from volsched.cache.errors import ConfigError
-from volsched.daemon.config import AuthSettings
+from volsched.daemon.config.settings import AuthSettings
 
 log = logging.getLogger("volsched.tls")
 

@@ -26,11 +26,11 @@ from typing import Any
 from aiohttp import web
 
 from volsched.cache.cluster import ClusterCache
-from volsched.daemon.http_server import bound_port
-from volsched.daemon.ingest import Ingest
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.tls_files import ReloadingTLS
-from volsched.daemon.watching import KindWatcher, WatchSettings
+from volsched.daemon.http.server import bound_port
+from volsched.daemon.http.tls_files import ReloadingTLS
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.watching import KindWatcher, WatchSettings
 from volsched.scheduling.routing import RoutingRules, decide_routing
 
 log = logging.getLogger(__name__)

@@ -21,7 +21,7 @@ from typing import Any
 from aiohttp import web
 
 from volsched.cache.errors import ApiError
-from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.kube.client import KubeClient
 
 log = logging.getLogger("volsched.auth")
 

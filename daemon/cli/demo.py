@@ -15,12 +15,12 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from volsched.daemon.app import Daemon, DaemonOptions, open_daemon
-from volsched.daemon.config import AuthSettings, DatabaseSettings, HttpSettings, Settings
-from volsched.daemon.demo_cluster import arrivals, cluster_objects
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.leader import LeaderElectionSettings
-from volsched.daemon.watching import WatchSettings
+from volsched.daemon.cli.demo_cluster import arrivals, cluster_objects
+from volsched.daemon.config.settings import AuthSettings, DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.runtime.app import Daemon, DaemonOptions, open_daemon
+from volsched.daemon.runtime.leader import LeaderElectionSettings
+from volsched.daemon.watch.watching import WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 TIME_LIMIT_SECONDS = 25.0

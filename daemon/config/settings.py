@@ -22,7 +22,7 @@ import yaml
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.json_limits import JsonLimitError, check_depth
-from volsched.daemon.leader import LeaderElectionSettings
+from volsched.daemon.runtime.leader import LeaderElectionSettings
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
 from volsched.scheduling.scheduler_config import (
     KIND as SCHEDULER_CONFIGURATION,

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from volsched.cache.errors import ApiError, Gone, NotFound
-from volsched.daemon.ingest import Ingest, StoreSink
-from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.watch.ingest import Ingest, StoreSink
 
 log = logging.getLogger("volsched.watch")
 

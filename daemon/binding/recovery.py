@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError, NotFound
-from volsched.daemon.binding import ANN_BINDING_INTENT, Binder, Intent, forget_assumed
+from volsched.daemon.binding.binder import ANN_BINDING_INTENT, Binder, Intent, forget_assumed
 
 log = logging.getLogger("volsched.recovery")
 

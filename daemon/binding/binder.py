@@ -37,12 +37,12 @@ from volsched.cache.objects.storage import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
 )
-from volsched.daemon.ingest import Ingest
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.queueing import SchedulingQueue
-from volsched.daemon.reporting import Reporter
-from volsched.daemon.tracing import api_write
-from volsched.daemon.waiting import ChangeNotifier
+from volsched.daemon.binding.reporting import Reporter
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.daemon.telemetry.tracing import api_write
+from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.waiting import ChangeNotifier
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.volume_binding import assumed_volumes

@@ -18,8 +18,8 @@ from dataclasses import replace
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError
 from volsched.cache.objects.replicated import Replica, Volume
-from volsched.daemon.ingest import Ingest
-from volsched.daemon.kube_client import KubeClient
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.replicas import replicas_to_fill, schedule_volume
 from volsched.scheduling.replicas.results import VolumePlacement
 from volsched.scheduling.storage_placement import ReplicaContext

@@ -18,7 +18,7 @@ from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store.flushing import dumps
-from volsched.daemon.queueing import SchedulingQueue
+from volsched.daemon.queue.queueing import SchedulingQueue
 
 log = logging.getLogger("volsched.ingest")
 

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 
 from volsched.cache.errors import ApiError, NotFound
 from volsched.cache.objects.core import Pod
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.reporting import Reporter
+from volsched.daemon.binding.reporting import Reporter
+from volsched.daemon.kube.client import KubeClient
 from volsched.scheduling.preemption.post_filter import PREEMPTED_BY_SCHEDULER, Preemption
 
 log = logging.getLogger("volsched.preempt")

@@ -6,11 +6,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from volsched.cache.errors import ConfigError
-from volsched.daemon.config import HttpSettings, is_loopback
-from volsched.daemon.http_auth import Reviewer, auth_middleware
-from volsched.daemon.http_server import HealthChecks, health_app, serve
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.tls import serving_context
+from volsched.daemon.config.settings import HttpSettings, is_loopback
+from volsched.daemon.http.auth import Reviewer, auth_middleware
+from volsched.daemon.http.server import HealthChecks, health_app, serve
+from volsched.daemon.http.tls import serving_context
+from volsched.daemon.kube.client import KubeClient
 
 
 async def serve_daemon_http(

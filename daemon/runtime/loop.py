@@ -21,12 +21,12 @@ from opentelemetry.trace import Tracer
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
-from volsched.daemon.binding import Binder
-from volsched.daemon.metrics import Metrics
-from volsched.daemon.preempting import Preempting
-from volsched.daemon.queueing import QueuedPod, SchedulingQueue
-from volsched.daemon.reporting import Reporter
-from volsched.daemon.tracing import record_cycle
+from volsched.daemon.binding.binder import Binder
+from volsched.daemon.binding.preempting import Preempting
+from volsched.daemon.binding.reporting import Reporter
+from volsched.daemon.queue.queueing import QueuedPod, SchedulingQueue
+from volsched.daemon.telemetry.metrics import Metrics
+from volsched.daemon.telemetry.tracing import record_cycle
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON

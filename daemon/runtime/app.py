@@ -38,26 +38,26 @@ from volsched.cache.errors import ApiError, ConfigError, CorruptStore, NotFound,
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import OpenResult, Store, StoreStats, snapshot
-from volsched.daemon.binding import Binder, BindingSettings
-from volsched.daemon.config import Settings
-from volsched.daemon.extender import Extender, ExtenderSettings, extender_routes
-from volsched.daemon.http_server import Check, HealthChecks, bound_port
-from volsched.daemon.http_setup import serve_daemon_http
-from volsched.daemon.ingest import Ingest
-from volsched.daemon.kube_client import KubeClient
-from volsched.daemon.leader import LeaderElector
-from volsched.daemon.loop import SchedulingLoop
-from volsched.daemon.metrics import Metrics
-from volsched.daemon.policy_file import load_policy_file
-from volsched.daemon.preempting import Preempting
-from volsched.daemon.queueing import SchedulingQueue
-from volsched.daemon.recovery import RecoveryReport, recover
-from volsched.daemon.replica_reconciler import ReplicaReconciler
-from volsched.daemon.reporting import Reporter
-from volsched.daemon.sd_notify import Notifier
-from volsched.daemon.tracing import make_tracer
-from volsched.daemon.waiting import ChangeNotifier
-from volsched.daemon.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
+from volsched.daemon.binding.binder import Binder, BindingSettings
+from volsched.daemon.binding.preempting import Preempting
+from volsched.daemon.binding.recovery import RecoveryReport, recover
+from volsched.daemon.binding.replica_reconciler import ReplicaReconciler
+from volsched.daemon.binding.reporting import Reporter
+from volsched.daemon.config.policy_file import load_policy_file
+from volsched.daemon.config.settings import Settings
+from volsched.daemon.http.extender import Extender, ExtenderSettings, extender_routes
+from volsched.daemon.http.server import Check, HealthChecks, bound_port
+from volsched.daemon.http.setup import serve_daemon_http
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.daemon.runtime.leader import LeaderElector
+from volsched.daemon.runtime.loop import SchedulingLoop
+from volsched.daemon.runtime.sd_notify import Notifier
+from volsched.daemon.telemetry.metrics import Metrics
+from volsched.daemon.telemetry.tracing import make_tracer
+from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.waiting import ChangeNotifier
+from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import PolicySpec

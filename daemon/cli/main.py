@@ -31,10 +31,15 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, VolschedError
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.fields import parse_time
-from volsched.daemon.config import Settings, apply_overrides, load_settings
-from volsched.daemon.policy_file import load_policy_file
-from volsched.daemon.report import explain_json, explain_table, simulation_json, simulation_table
-from volsched.daemon.snapshot_files import load_snapshot
+from volsched.daemon.cli.report import (
+    explain_json,
+    explain_table,
+    simulation_json,
+    simulation_table,
+)
+from volsched.daemon.cli.snapshot_files import load_snapshot
+from volsched.daemon.config.policy_file import load_policy_file
+from volsched.daemon.config.settings import Settings, apply_overrides, load_settings
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.profile_builder import PluginSet, build_profile
@@ -163,9 +168,9 @@ def _configure_logging(verbose: bool) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from volsched.daemon.app import open_daemon, run_until_signalled
-    from volsched.daemon.kube_client import KubeClient
-    from volsched.daemon.sd_notify import Notifier
+    from volsched.daemon.kube.client import KubeClient
+    from volsched.daemon.runtime.app import open_daemon, run_until_signalled
+    from volsched.daemon.runtime.sd_notify import Notifier
 
     settings = apply_overrides(
         load_settings(args.config),
@@ -197,9 +202,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_webhook(args: argparse.Namespace) -> int:
-    from volsched.daemon.kube_client import KubeClient
-    from volsched.daemon.tls_files import ReloadingTLS
-    from volsched.daemon.webhook import RoutingWebhook
+    from volsched.daemon.http.tls_files import ReloadingTLS
+    from volsched.daemon.http.webhook import RoutingWebhook
+    from volsched.daemon.kube.client import KubeClient
     from volsched.scheduling.routing import RoutingRules
 
     settings = load_settings(args.config)
@@ -257,7 +262,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from volsched.daemon.demo import run_demo
+    from volsched.daemon.cli.demo import run_demo
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return asyncio.run(run_demo())
