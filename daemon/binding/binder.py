@@ -19,25 +19,35 @@ pod with backoff.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode, Tracer
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, Conflict, NotFound, StoreError, StoreFull
+from volsched.cache.errors import ApiError, Conflict, NotFound, StoreError
 from volsched.cache.objects.storage import (
-    ANN_BIND_COMPLETED,
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
 )
+from volsched.daemon.binding.bound import check_bound, watched_keys
+from volsched.daemon.binding.intent import (
+    ANN_BINDING_INTENT,
+    BindingFailed,
+    Intent,
+    Journal,
+    UndoResult,
+    forget_assumed,
+    intent_annotation,
+    intent_for,
+    journal_unwritable,
+)
 from volsched.daemon.binding.reporting import Reporter
+from volsched.daemon.binding.undo import Undoer
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.telemetry.tracing import api_write
@@ -45,141 +55,10 @@ from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.waiting import ChangeNotifier
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
-from volsched.scheduling.plugins.volume_binding import assumed_volumes
-from volsched.scheduling.storage_placement import ReplicaPlan
 
 log = logging.getLogger("volsched.binding")
 
 REPLICA_API_VERSION = "volsched.io/v1alpha1"
-
-
-class Journal(Protocol):
-    async def journal_open(self, pod: str, node: str, intent: Mapping[str, Any]) -> int: ...
-    async def journal_update(
-        self, entry_id: int, *, state: str | None = None, intent: Mapping[str, Any] | None = None
-    ) -> None: ...
-    async def journal_close(self, entry_id: int) -> None: ...
-    async def journal_pending(self) -> list[Any]: ...
-    def put_assumed(self, kind: str, key: str, raw: Mapping[str, Any]) -> None: ...
-    def delete_assumed(self, kind: str, key: str) -> None: ...
-
-
-@dataclass(slots=True)
-class UndoResult:
-    """PVs whose claimRef was cleared, PVs kept because their claim got bound, and the
-    objects that could not be undone now (an API error: recovery will try again)."""
-
-    released: list[str] = field(default_factory=list)
-    kept: list[str] = field(default_factory=list)
-    failed: list[str] = field(default_factory=list)
-
-
-class BindingFailed(Exception):
-    """The binding cycle cannot complete; the message is what the user sees."""
-
-
-def journal_unwritable(error: StoreError) -> str:
-    """What the user sees when a binding's intent cannot be recorded: nothing was
-    written, and the pod is retried."""
-    state = "is full" if isinstance(error, StoreFull) else "cannot be written"
-    return (
-        f"binding volumes: the scheduler's database {state}; no volume is bound until the "
-        f"binding can be recorded ({error})"
-    )
-
-
-@dataclass(slots=True)
-class Intent:
-    """What a binding cycle is about to write; stored in the journal before any write."""
-
-    pod: str
-    pod_uid: str
-    node: str
-    prebinds: list[dict[str, Any]] = field(default_factory=list)
-    provisions: list[dict[str, Any]] = field(default_factory=list)
-    replicas: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def writes_volumes(self) -> bool:
-        return bool(
-            any(p.get("write", True) for p in self.prebinds) or self.provisions or self.replicas
-        )
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "pod": self.pod,
-            "podUID": self.pod_uid,
-            "node": self.node,
-            "prebinds": self.prebinds,
-            "provisions": self.provisions,
-            "replicas": self.replicas,
-        }
-
-
-def forget_assumed(journal: Journal, intent: Intent) -> None:
-    """Drop the intent's layer-2 records from the store (the cycle is over)."""
-    journal.delete_assumed("Pod", intent.pod)
-    for prebind in intent.prebinds:
-        journal.delete_assumed("PersistentVolume", prebind["pv"])
-    for provision in intent.provisions:
-        journal.delete_assumed("PersistentVolumeClaim", provision["claim"])
-
-
-# On a PV we prebind and a claim we ask to provision: which pod, on which node, the
-# write was for (JSON: pod, podUID, node).
-ANN_BINDING_INTENT = "volsched.io/binding-intent"
-
-
-def intent_annotation(intent: Intent) -> str:
-    return json.dumps(
-        {"pod": intent.pod, "podUID": intent.pod_uid, "node": intent.node},
-        separators=(",", ":"),
-    )
-
-
-def intent_for(decision: Decision) -> Intent:
-    assert decision.node is not None
-    pod = decision.pod
-    intent = Intent(pod.meta.key, pod.meta.uid, decision.node)
-    assumed = assumed_volumes(decision.state)
-    if assumed is None:
-        return intent
-    for binding in assumed.bindings:
-        claim = binding.claim
-        intent.prebinds.append(
-            {
-                "pv": binding.pv.meta.name,
-                "pvResourceVersion": binding.pv.meta.resource_version,
-                "claim": claim.key,
-                "claimUID": claim.meta.uid,
-                # Nothing to write when the PV already names the claim with its uid.
-                "write": binding.dirty,
-                # Reserved for this claim by its author: never released on failure.
-                "preexisting": binding.preexisting,
-            }
-        )
-    for claim in assumed.provisions:
-        intent.provisions.append(
-            {"claim": claim.key, "claimResourceVersion": claim.meta.resource_version}
-        )
-        plan = assumed.plans.get(claim.key)
-        if isinstance(plan, ReplicaPlan):
-            volume = plan.placement.volume
-            for index, placement in enumerate(plan.placement.placed):
-                intent.replicas.append(
-                    {
-                        "name": f"{volume}-r-{secrets.token_hex(4)}",
-                        "volume": volume,
-                        "node": placement.node,
-                        "disk": placement.disk,
-                        "primary": placement.node == decision.node
-                        or (
-                            index == 0
-                            and all(p.node != decision.node for p in plan.placement.placed)
-                        ),
-                    }
-                )
-    return intent
 
 
 @dataclass(slots=True)
@@ -226,6 +105,7 @@ class Binder:
         self.sleep = sleep
         self.clock = clock
         self.tracer: Tracer = tracer or trace.NoOpTracer()
+        self.undoer = Undoer(client, cluster, ingest)
 
     async def bind(self, decision: Decision) -> bool:
         """Run the whole binding cycle; True when the pod ended up bound."""
@@ -413,56 +293,11 @@ class Binder:
             created.setdefault("kind", "Replica")
             self.ingest.upsert("Replica", created)
 
-    def _check_bound(self, intent: Intent) -> bool:
-        """Upstream's checkBindings: True when every claim is fully bound on a PV the node
-        can reach; raises when binding can no longer work."""
-        cluster = self.cluster
-        pod = cluster.pods.get(intent.pod)
-        if pod is None or pod.meta.uid != intent.pod_uid or pod.meta.deletion_timestamp:
-            raise BindingFailed(f"pod {intent.pod} was deleted while its volumes were binding")
-        node = cluster.nodes.get(intent.node)
-        if node is None:
-            raise BindingFailed(f"node {intent.node} was deleted while volumes were binding")
-        complete = True
-        for prebind in intent.prebinds:
-            pv = cluster.pvs.get_api(prebind["pv"])
-            ref = pv.claim_ref if pv is not None else None
-            if pv is None or ref is None or f"{ref.namespace}/{ref.name}" != prebind["claim"]:
-                raise BindingFailed(f'ClaimRef got reset for pv "{prebind["pv"]}"')
-            if not ref.uid:
-                complete = False  # the PV controller has not taken it up yet
-                continue
-            claim = cluster.pvcs.get_api(prebind["claim"])
-            if claim is None or not claim.fully_bound:
-                complete = False
-        for provision in intent.provisions:
-            claim = cluster.pvcs.get_api(provision["claim"])
-            if claim is None:
-                raise BindingFailed(f'persistentvolumeclaim "{provision["claim"]}" was deleted')
-            if claim.meta.annotations.get(ANN_SELECTED_NODE) != intent.node:
-                # A provisioner that fails removes the annotation to ask for a new node.
-                raise BindingFailed(f'provisioning failed for PVC "{claim.name}"')
-            if claim.volume_name:
-                pv = cluster.pvs.get_api(claim.volume_name)
-                if pv is None:
-                    complete = False  # not seen yet; a deleted PV unbinds the claim
-                    continue
-                affinity = pv.node_affinity
-                if affinity is not None and not affinity.matches(
-                    node.node.meta.labels, intent.node
-                ):
-                    raise BindingFailed(
-                        f'pv "{pv.meta.name}" node affinity doesn\'t match node "{intent.node}"'
-                    )
-            if not claim.fully_bound:
-                complete = False
-        return complete
-
     async def _wait_bound(self, intent: Intent) -> None:
         """Upstream's wait for the PV controller, woken by the watches: each change to
         one of the pod's claims or PVs (or the pod) re-checks; nothing polls."""
         deadline = self.clock() + self.settings.bind_timeout_seconds
-        while not self._check_bound(intent):
+        while not check_bound(self.cluster, intent):
             remaining = deadline - self.clock()
             if remaining <= 0:
                 raise BindingFailed(
@@ -472,23 +307,7 @@ class Binder:
                 await self.sleep(min(self.settings.poll_seconds, remaining))
             else:
                 wait = min(self.settings.recheck_seconds, remaining)
-                await self.notifier.wait(self._watched_keys(intent), wait)
-
-    def _watched_keys(self, intent: Intent) -> list[tuple[str, str]]:
-        """The objects whose change can complete (or break) this binding: the pod, its
-        claims, the PVs prebound to them and those the provisioner gave them so far."""
-        keys = [("Pod", intent.pod), ("Node", intent.node)]
-        for prebind in intent.prebinds:
-            keys += [
-                ("PersistentVolumeClaim", prebind["claim"]),
-                ("PersistentVolume", prebind["pv"]),
-            ]
-        for provision in intent.provisions:
-            keys.append(("PersistentVolumeClaim", provision["claim"]))
-            claim = self.cluster.pvcs.get_api(provision["claim"])
-            if claim is not None and claim.volume_name:
-                keys.append(("PersistentVolume", claim.volume_name))
-        return keys
+                await self.notifier.wait(watched_keys(self.cluster, intent), wait)
 
     async def _bind_pod(self, intent: Intent) -> None:
         namespace, name = intent.pod.split("/", 1)
@@ -504,127 +323,6 @@ class Binder:
         except NotFound:
             raise BindingFailed(f"pod {intent.pod} no longer exists") from None
 
-    # -- undo ------------------------------------------------------------------------
-
     async def undo(self, intent: Intent, done: Mapping[str, list[str]] | None = None) -> UndoResult:
-        """Take back API writes that would outlive the failed binding.
-
-        A PV stays with its claim only if the PV controller already bound them (rolling
-        forward is what the user wants); otherwise its claimRef is cleared. A claim we
-        annotated loses the selected-node annotation (if it was provisioned meanwhile, it
-        keeps its volume). Replicas created for a volume that was never provisioned are
-        deleted.
-        """
-        prebinds = (
-            intent.prebinds
-            if done is None
-            else [p for p in intent.prebinds if p["pv"] in done["prebinds"]]
-        )
-        result = UndoResult()
-        for prebind in prebinds:
-            if prebind.get("preexisting") or not prebind.get("write", True):
-                result.kept.append(prebind["pv"])
-                continue
-            try:
-                released = await self._release_pv(prebind["pv"], prebind["claim"])
-            except ApiError as exc:
-                log.warning("could not release PV %s: %s", prebind["pv"], exc)
-                result.failed.append(f"PersistentVolume {prebind['pv']}")
-                continue
-            (result.released if released else result.kept).append(prebind["pv"])
-        provisions = (
-            intent.provisions
-            if done is None
-            else [p for p in intent.provisions if p["claim"] in done["provisions"]]
-        )
-        for provision in provisions:
-            try:
-                await self._release_claim(provision["claim"], intent.node)
-            except ApiError as exc:
-                log.warning("could not release claim %s: %s", provision["claim"], exc)
-                result.failed.append(f"PersistentVolumeClaim {provision['claim']}")
-        replicas = (
-            intent.replicas
-            if done is None
-            else [r for r in intent.replicas if r["name"] in done["replicas"]]
-        )
-        for replica in replicas:
-            if self.cluster.pvs.get_api(replica["volume"]) is None:
-                try:
-                    await self.client.delete("Replica", replica["name"])
-                except NotFound:
-                    pass
-                except ApiError as exc:
-                    log.warning("could not delete replica %s: %s", replica["name"], exc)
-                    result.failed.append(f"Replica {replica['name']}")
-                    continue
-                self.ingest.delete_key("Replica", replica["name"])
-        return result
-
-    async def _release_pv(self, pv_name: str, claim_key: str) -> bool:
-        """Clear a claimRef we wrote unless the claim got bound to the PV; True if cleared."""
-        for _attempt in range(3):
-            try:
-                raw = await self.client.get("PersistentVolume", pv_name)
-            except NotFound:
-                return False
-            ref = (raw.get("spec") or {}).get("claimRef") or {}
-            if f"{ref.get('namespace')}/{ref.get('name')}" != claim_key:
-                return False
-            claim = self.cluster.pvcs.get_api(claim_key)
-            if claim is not None and claim.volume_name == pv_name and claim.fully_bound:
-                return False
-            try:
-                claim_raw = await self.client.get(
-                    "PersistentVolumeClaim", *reversed(claim_key.split("/", 1))
-                )
-                annotations = (claim_raw.get("metadata") or {}).get("annotations") or {}
-                if (claim_raw.get("spec") or {}).get("volumeName") == pv_name and (
-                    ANN_BIND_COMPLETED in annotations
-                ):
-                    return False
-            except NotFound:
-                pass
-            raw["spec"].pop("claimRef", None)
-            released_annotations = (raw.get("metadata") or {}).get("annotations", {})
-            released_annotations.pop(ANN_BOUND_BY_CONTROLLER, None)
-            released_annotations.pop(ANN_BINDING_INTENT, None)
-            try:
-                updated = await self.client.replace("PersistentVolume", raw)
-            except Conflict:
-                continue
-            except ApiError as exc:
-                log.warning("could not release PV %s: %s", pv_name, exc)
-                return False
-            updated.setdefault("kind", "PersistentVolume")
-            self.ingest.upsert("PersistentVolume", updated)
-            return True
-        return False
-
-    async def _release_claim(self, claim_key: str, node: str) -> None:
-        """Remove the selected-node annotation (and the intent) we wrote for ``node``.
-
-        A claim with no volume yet tells its provisioner to stop. A claim the provisioner
-        already served keeps its volume, but loses the annotations too: a volume that
-        other nodes can reach (no node affinity) lets the pod be placed elsewhere, and
-        the claim must not go on naming a node its pod is not on."""
-        namespace, name = claim_key.split("/", 1)
-        try:
-            raw = await self.client.get("PersistentVolumeClaim", name, namespace)
-        except NotFound:
-            return
-        annotations = (raw.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(ANN_SELECTED_NODE) != node:
-            return
-        try:
-            updated = await self.client.patch(
-                "PersistentVolumeClaim",
-                name,
-                {"metadata": {"annotations": {ANN_SELECTED_NODE: None, ANN_BINDING_INTENT: None}}},
-                namespace=namespace,
-            )
-        except ApiError as exc:
-            log.warning("could not release claim %s: %s", claim_key, exc)
-            return
-        updated.setdefault("kind", "PersistentVolumeClaim")
-        self.ingest.upsert("PersistentVolumeClaim", updated)
+        """Take back the API writes of ``intent`` (those in ``done``, when given)."""
+        return await self.undoer.undo(intent, done)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError, NotFound
-from volsched.daemon.binding.binder import ANN_BINDING_INTENT, Binder, Intent, forget_assumed
+from volsched.daemon.binding.binder import Binder
+from volsched.daemon.binding.intent import ANN_BINDING_INTENT, Intent, forget_assumed
 
 log = logging.getLogger("volsched.recovery")
 

@@ -16,10 +16,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from volsched.daemon.cli.demo_cluster import arrivals, cluster_objects
-from volsched.daemon.config.settings import AuthSettings, DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.config.settings import (
+    AuthSettings,
+    DatabaseSettings,
+    HttpSettings,
+    LeaderElectionSettings,
+    Settings,
+)
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.runtime.app import Daemon, DaemonOptions, open_daemon
-from volsched.daemon.runtime.leader import LeaderElectionSettings
 from volsched.daemon.watch.watching import WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 

@@ -38,8 +38,10 @@ from volsched.daemon.cli.report import (
     simulation_table,
 )
 from volsched.daemon.cli.snapshot_files import load_snapshot
+from volsched.daemon.config.loading import load_settings
+from volsched.daemon.config.overrides import apply_overrides
 from volsched.daemon.config.policy_file import load_policy_file
-from volsched.daemon.config.settings import Settings, apply_overrides, load_settings
+from volsched.daemon.config.settings import Settings
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.profile_builder import PluginSet, build_profile
@@ -169,7 +171,8 @@ def _configure_logging(verbose: bool) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from volsched.daemon.kube.client import KubeClient
-    from volsched.daemon.runtime.app import open_daemon, run_until_signalled
+    from volsched.daemon.runtime.app import open_daemon
+    from volsched.daemon.runtime.running import run_until_signalled
     from volsched.daemon.runtime.sd_notify import Notifier
 
     settings = apply_overrides(

@@ -1,38 +1,66 @@
 """The settings tree: one typed object, built once from the config file, the environment
-and the command line, and passed explicitly. No other module reads the environment.
+and the command line (``volsched.daemon.config.loading``), and passed explicitly. No other
+module reads the environment.
 
-Every key has a default, so ``volsched run`` needs no file; a bad key or value is one
-``ConfigError`` naming the file and the key. The file holds volsched's own keys and/or a
-``KubeSchedulerConfiguration`` document (``---``-separated): its profiles, backoff,
-percentageOfNodesToScore, parallelism, leader election and kubeconfig fill the same
-tree. A value given in both documents is a mistake, not a silent override.
+Every key has a default, so ``volsched run`` needs no file.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import os
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
-
-import yaml
+import math
+import socket
+import uuid
+from dataclasses import dataclass, field
 
 from volsched.cache.errors import ConfigError
-from volsched.cache.json_limits import JsonLimitError, check_depth
-from volsched.daemon.runtime.leader import LeaderElectionSettings
-from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings, settings_from_mapping
-from volsched.scheduling.scheduler_config import (
-    KIND as SCHEDULER_CONFIGURATION,
-)
+from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 from volsched.scheduling.scheduler_config import (
     ProfileSpec,
-    SchedulerConfiguration,
-    is_scheduler_configuration,
-    parse_scheduler_configuration,
 )
+
+
+def default_identity() -> str:
+    """Host name plus a random suffix, as kube-scheduler builds its identity, so two
+    replicas on one host (or a restarted one) never mistake each other's Lease for theirs."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElectionSettings:
+    """kube-scheduler's ``leaderElection`` block, with its defaults."""
+
+    enabled: bool = True
+    lease_name: str = "volsched"
+    lease_namespace: str = "kube-system"
+    lease_duration_seconds: float = 15.0
+    renew_deadline_seconds: float = 10.0
+    retry_period_seconds: float = 2.0
+    # A candidate waits retry_period * (1 + random() * jitter) between attempts, like
+    # client-go's JitterUntil, so standbys do not poll in lockstep. Renewals are not jittered.
+    retry_jitter_factor: float = 1.2
+    identity: str = field(default_factory=default_identity)
+
+    def __post_init__(self) -> None:
+        # client-go's NewLeaderElector refuses the same combinations.
+        if not self.identity:
+            raise ConfigError("leaderElection: identity must not be empty")
+        if not self.lease_name or not self.lease_namespace:
+            raise ConfigError("leaderElection: lease name and namespace must not be empty")
+        if self.retry_period_seconds <= 0 or self.retry_jitter_factor < 0:
+            raise ConfigError("leaderElection: retryPeriod must be > 0 and jitter >= 0")
+        if self.lease_duration_seconds <= self.renew_deadline_seconds:
+            raise ConfigError("leaderElection: leaseDuration must be greater than renewDeadline")
+        jittered_retry = self.retry_period_seconds * max(1.0, self.retry_jitter_factor)
+        if self.renew_deadline_seconds <= jittered_retry:
+            raise ConfigError(
+                "leaderElection: renewDeadline must be greater than retryPeriod * jitter factor"
+            )
+
+    @property
+    def lease_duration_field(self) -> int:
+        """``spec.leaseDurationSeconds`` is an int32: round up, never promise less."""
+        return max(1, math.ceil(self.lease_duration_seconds))
+
 
 DEFAULT_DATABASE_PATH = "./volsched.db"
 DEFAULT_HTTP_ADDRESS = "127.0.0.1:10351"
@@ -110,440 +138,3 @@ class Settings:
     # extender verbs (the profiles of the kube-scheduler that calls volsched).
     extender_scheduler_names: tuple[str, ...] = ("default-scheduler",)
     source: str = "(defaults)"
-
-
-_KEYS = {
-    "schedulerName",
-    "kubeconfig",
-    "database",
-    "http",
-    "policyFile",
-    "bindTimeoutSeconds",
-    "backoff",
-    "parallelism",
-    "percentageOfNodesToScore",
-    "replicaScheduling",
-    "tracing",
-    "extender",
-    "leaderElection",
-    "webhook",
-}
-
-
-class _Reader:
-    def __init__(self, data: Mapping[str, Any], source: str, prefix: str = "") -> None:
-        self.data = data
-        self.source = source
-        self.prefix = prefix
-
-    def fail(self, key: str, problem: str) -> ConfigError:
-        return ConfigError(f"{self.source}: {self.prefix}{key}: {problem}")
-
-    def section(self, key: str, allowed: set[str]) -> _Reader:
-        value = self.data.get(key, {})
-        if value is None:
-            value = {}
-        if not isinstance(value, Mapping):
-            raise self.fail(key, "must be a mapping")
-        unknown = set(value) - allowed
-        if unknown:
-            raise self.fail(f"{key}.{sorted(unknown)[0]}", "unknown key")
-        return _Reader(value, self.source, f"{self.prefix}{key}.")
-
-    def string(self, key: str, default: str | None) -> str | None:
-        value = self.data.get(key, default)
-        if value is not None and (not isinstance(value, str) or not value):
-            raise self.fail(key, "must be a non-empty string")
-        return value
-
-    def number(self, key: str, default: float, minimum: float, maximum: float) -> float:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, f"must be a number, not {value!r}")
-        if not minimum <= value <= maximum:
-            raise self.fail(key, f"must be between {minimum:g} and {maximum:g}, not {value}")
-        return float(value)
-
-    def names(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
-        value = self.data.get(key)
-        if value is None:
-            return default
-        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-            raise self.fail(key, "must be a list of names")
-        return tuple(value)
-
-    def integer(self, key: str, default: int, minimum: int, maximum: int) -> int:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.fail(key, f"must be an integer, not {value!r}")
-        if not minimum <= value <= maximum:
-            raise self.fail(key, f"must be between {minimum} and {maximum}, not {value}")
-        return value
-
-
-def settings_from_data(
-    data: Any, source: str, environ: Mapping[str, str] | None = None
-) -> Settings:
-    if data is None:
-        data = {}
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{source}: the config file must be a YAML mapping")
-    unknown = set(data) - _KEYS
-    if unknown:
-        raise ConfigError(f"{source}: {sorted(unknown)[0]}: unknown key")
-    env = environ if environ is not None else {}
-    read = _Reader(data, source)
-    state_directory = env.get("STATE_DIRECTORY")
-    default_db = (
-        str(Path(state_directory.split(":")[0]) / "volsched.db")
-        if state_directory
-        else DEFAULT_DATABASE_PATH
-    )
-    database = read.section("database", {"path"})
-    http = read.section(
-        "http", {"address", "authentication", "maxConnections", "idleTimeoutSeconds"}
-    )
-    address = http.string("address", DEFAULT_HTTP_ADDRESS) or DEFAULT_HTTP_ADDRESS
-    host = address_problem(address)
-    if host is not None:
-        raise http.fail("address", host)
-    auth = http.section(
-        "authentication",
-        {"enabled", "certFile", "keyFile", "clientCAFile", "cacheTTLSeconds"},
-    )
-    auth_enabled = auth.data.get("enabled", True)
-    if not isinstance(auth_enabled, bool):
-        raise auth.fail("enabled", "must be true or false")
-    if not auth_enabled and not is_loopback(address):
-        raise auth.fail(
-            "enabled",
-            f"may be false only when http.address is a loopback address, not {address}",
-        )
-    cert_file = auth.string("certFile", None)
-    key_file = auth.string("keyFile", None)
-    if (cert_file is None) != (key_file is None):
-        raise auth.fail("certFile" if cert_file is None else "keyFile", "give both or neither")
-    http_settings = HttpSettings(
-        address=address,
-        authentication=AuthSettings(
-            enabled=auth_enabled,
-            cert_file=cert_file,
-            key_file=key_file,
-            client_ca_file=auth.string("clientCAFile", None),
-            cache_ttl_seconds=auth.number("cacheTTLSeconds", 10.0, 0, 3600),
-        ),
-        max_connections=http.integer("maxConnections", 256, 1, 65536),
-        idle_timeout_seconds=http.number("idleTimeoutSeconds", 30.0, 0.1, 3600),
-    )
-    backoff = read.section("backoff", {"initialSeconds", "maxSeconds"})
-    initial = backoff.number("initialSeconds", 1.0, 0.001, 3600)
-    maximum = backoff.number("maxSeconds", 10.0, 0.001, 3600)
-    if maximum < initial:
-        raise backoff.fail("maxSeconds", "must not be smaller than initialSeconds")
-    tracing = read.section("tracing", {"otlpEndpoint"})
-    tracing_endpoint = (
-        tracing.string("otlpEndpoint", None)
-        or env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-        or None
-    )
-    extender = read.section("extender", {"pathPrefix", "localityPoints", "schedulerNames"})
-    served = extender.data.get("schedulerNames", ["default-scheduler"])
-    if not isinstance(served, list) or not all(isinstance(n, str) and n for n in served):
-        raise extender.fail("schedulerNames", "must be a list of scheduler names")
-    prefix = extender.string("pathPrefix", "/scheduler") or "/scheduler"
-    if not prefix.startswith("/"):
-        raise extender.fail("pathPrefix", "must start with /")
-    locality_points = extender.data.get("localityPoints", False)
-    if not isinstance(locality_points, bool):
-        raise extender.fail("localityPoints", "must be true or false")
-    election = read.section(
-        "leaderElection",
-        {
-            "enabled",
-            "leaseName",
-            "leaseNamespace",
-            "leaseDurationSeconds",
-            "renewDeadlineSeconds",
-            "retryPeriodSeconds",
-            "identity",
-        },
-    )
-    enabled = election.data.get("enabled", True)
-    if not isinstance(enabled, bool):
-        raise election.fail("enabled", "must be true or false")
-    leader_election = LeaderElectionSettings(
-        enabled=enabled,
-        lease_name=election.string("leaseName", "volsched") or "volsched",
-        lease_namespace=election.string("leaseNamespace", "kube-system") or "kube-system",
-        lease_duration_seconds=election.number("leaseDurationSeconds", 15, 1, 3600),
-        renew_deadline_seconds=election.number("renewDeadlineSeconds", 10, 0.5, 3600),
-        retry_period_seconds=election.number("retryPeriodSeconds", 2, 0.1, 3600),
-    )
-    identity = election.string("identity", None)
-    if identity:
-        leader_election = replace(leader_election, identity=identity)
-    hook = read.section(
-        "webhook",
-        {"address", "certFile", "keyFile", "schedulerName", "storageClasses", "provisioners"},
-    )
-    webhook = WebhookSettings(
-        address=hook.string("address", DEFAULT_WEBHOOK_ADDRESS) or DEFAULT_WEBHOOK_ADDRESS,
-        cert_file=hook.string("certFile", None),
-        key_file=hook.string("keyFile", None),
-        scheduler_name=hook.string("schedulerName", None),
-        storage_classes=hook.names("storageClasses", ()),
-        provisioners=hook.names("provisioners", WebhookSettings().provisioners),
-    )
-    replica_data = data.get("replicaScheduling") or {}
-    if not isinstance(replica_data, Mapping):
-        raise read.fail("replicaScheduling", "must be a mapping")
-    return Settings(
-        scheduler_name=read.string("schedulerName", "volsched") or "volsched",
-        kubeconfig=read.string("kubeconfig", None) or env.get("KUBECONFIG") or None,
-        database=DatabaseSettings(database.string("path", default_db) or default_db),
-        http=http_settings,
-        policy_file=read.string("policyFile", None),
-        bind_timeout_seconds=read.number("bindTimeoutSeconds", 600.0, 1, 86400),
-        backoff=BackoffSettings(initial, maximum),
-        parallelism=read.integer("parallelism", 16, 1, 1024),
-        percentage_of_nodes_to_score=read.integer("percentageOfNodesToScore", 0, 0, 100),
-        replica_scheduling=settings_from_mapping(replica_data, source),
-        tracing_endpoint=tracing_endpoint,
-        leader_election=leader_election,
-        extender_path_prefix=prefix,
-        extender_locality_points=locality_points,
-        webhook=webhook,
-        extender_scheduler_names=tuple(served),
-        source=source,
-    )
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
-def parse_duration(value: Any, where: str) -> float:
-    """A Go duration (``15s``, ``1m30s``, ``500ms``) in seconds."""
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where}: must be a duration such as 15s, not {value!r}")
-    position = 0
-    total = 0.0
-    for match in _DURATION.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    if position != len(value) or total <= 0:
-        raise ConfigError(f"{where}: must be a positive duration such as 15s, not {value!r}")
-    return total
-
-
-def apply_scheduler_configuration(
-    settings: Settings, config: SchedulerConfiguration, own: Mapping[str, Any], source: str
-) -> Settings:
-    """Fill the tree from a KubeSchedulerConfiguration; refuse values set twice."""
-
-    def once(own_key: str, ksc_key: str) -> None:
-        if own_key in own:
-            raise ConfigError(
-                f"{source}: {ksc_key} is set in the {SCHEDULER_CONFIGURATION} document and "
-                f"{own_key} in volsched's; keep one"
-            )
-
-    changes: dict[str, Any] = {"profiles": config.profiles}
-    if config.profiles:
-        once("schedulerName", "profiles[].schedulerName")
-        once("policyFile", "profiles")
-        changes["scheduler_name"] = config.profiles[0].scheduler_name
-        timeouts = {profile.bind_timeout_seconds for profile in config.profiles}
-        changes["bind_timeout_seconds"] = max(timeouts)
-    if config.percentage_of_nodes_to_score is not None:
-        once("percentageOfNodesToScore", "percentageOfNodesToScore")
-        changes["percentage_of_nodes_to_score"] = config.percentage_of_nodes_to_score
-    if config.parallelism is not None:
-        once("parallelism", "parallelism")
-        changes["parallelism"] = config.parallelism
-    if config.pod_initial_backoff_seconds is not None or config.pod_max_backoff_seconds is not None:
-        once("backoff", "podInitialBackoffSeconds/podMaxBackoffSeconds")
-        initial = config.pod_initial_backoff_seconds or settings.backoff.initial_seconds
-        maximum = config.pod_max_backoff_seconds or max(initial, settings.backoff.max_seconds)
-        if maximum < initial:
-            raise ConfigError(
-                f"{source}: podMaxBackoffSeconds must not be smaller than podInitialBackoffSeconds"
-            )
-        changes["backoff"] = BackoffSettings(initial, maximum)
-    if config.kubeconfig is not None:
-        once("kubeconfig", "clientConnection.kubeconfig")
-        changes["kubeconfig"] = config.kubeconfig
-    election = config.leader_election
-    if election:
-        once("leaderElection", "leaderElection")
-        lock = election.get("resourceLock", "leases")
-        if lock != "leases":
-            raise ConfigError(
-                f"{source}: leaderElection.resourceLock: volsched uses leases, not {lock!r}"
-            )
-        enabled = election.get("leaderElect", True)
-        if not isinstance(enabled, bool):
-            raise ConfigError(f"{source}: leaderElection.leaderElect: must be true or false")
-        current = settings.leader_election
-        durations: dict[str, Any] = {}
-        for key, attribute in (
-            ("leaseDuration", "lease_duration_seconds"),
-            ("renewDeadline", "renew_deadline_seconds"),
-            ("retryPeriod", "retry_period_seconds"),
-        ):
-            if key in election:
-                durations[attribute] = parse_duration(
-                    election[key], f"{source}: leaderElection.{key}"
-                )
-        names: dict[str, Any] = {}
-        for key, attribute in (
-            ("resourceName", "lease_name"),
-            ("resourceNamespace", "lease_namespace"),
-        ):
-            if key in election:
-                value = election[key]
-                if not isinstance(value, str) or not value:
-                    raise ConfigError(f"{source}: leaderElection.{key}: must be a non-empty string")
-                names[attribute] = value
-        changes["leader_election"] = replace(current, enabled=enabled, **durations, **names)
-    return replace(settings, **changes)
-
-
-# Flags of ``volsched run`` and the environment variables that stand for them when no flag
-# is given, so a container runs without a config file. Precedence: flag, environment,
-# file, default.
-OVERRIDE_ENVIRONMENT = {
-    "http_address": "VOLSCHED_HTTP_ADDRESS",
-    "scheduler_name": "VOLSCHED_SCHEDULER_NAME",
-    "database": "VOLSCHED_DATABASE",
-    "leader_elect": "VOLSCHED_LEADER_ELECT",
-}
-
-
-def parse_boolean(value: str, where: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ConfigError(f"{where}: must be true or false, not {value!r}")
-
-
-def apply_overrides(
-    settings: Settings, flags: Mapping[str, str | None], environ: Mapping[str, str]
-) -> Settings:
-    """Flags (``--http-address`` ...) and their environment variables over the file."""
-    values: dict[str, tuple[str, str]] = {}
-    for key, variable in OVERRIDE_ENVIRONMENT.items():
-        flag = flags.get(key)
-        if flag is not None:
-            values[key] = (flag, "--" + key.replace("_", "-"))
-        elif environ.get(variable):
-            values[key] = (environ[variable], variable)
-    changes: dict[str, Any] = {}
-    if "http_address" in values:
-        address, where = values["http_address"]
-        if not address:
-            raise ConfigError(f"{where}: must be HOST:PORT")
-        changes["http"] = replace(settings.http, address=address)
-    if "database" in values:
-        path, where = values["database"]
-        if not path:
-            raise ConfigError(f"{where}: must be a file path")
-        changes["database"] = DatabaseSettings(path)
-    if "leader_elect" in values:
-        text, where = values["leader_elect"]
-        changes["leader_election"] = replace(
-            settings.leader_election, enabled=parse_boolean(text, where)
-        )
-    if "scheduler_name" in values:
-        name, where = values["scheduler_name"]
-        if not name:
-            raise ConfigError(f"{where}: must not be empty")
-        changes["scheduler_name"] = name
-        if len(settings.profiles) > 1:
-            raise ConfigError(
-                f"{where}: the config has {len(settings.profiles)} profiles, each with its "
-                "schedulerName; set the names there"
-            )
-        if settings.profiles:
-            changes["profiles"] = (replace(settings.profiles[0], scheduler_name=name),)
-    return replace(settings, **changes) if changes else settings
-
-
-def _documents(text: str, path: str) -> list[Any]:
-    try:
-        documents = [document for document in yaml.safe_load_all(text) if document is not None]
-        for document in documents:
-            check_depth(document, "the config file")
-        return documents
-    except JsonLimitError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}") from None
-
-
-def address_problem(address: str) -> str | None:
-    """Why ``host:port`` cannot be listened on (None when it looks right).
-
-    Only the form is checked here; a host that does not resolve or a port in use is
-    reported when the daemon binds.
-    """
-    host, colon, port = address.rpartition(":")
-    if not colon:
-        return f"must be HOST:PORT, not {address!r}"
-    if not port.isdigit():
-        return f"port must be a number, not {port!r}"
-    if not 0 <= int(port) <= 65535:
-        return f"port must be between 0 and 65535, not {port}"
-    if host.startswith("[") != host.endswith("]"):
-        return f"unbalanced brackets in {address!r}"
-    return None
-
-
-def is_loopback(address: str) -> bool:
-    host = address.rpartition(":")[0].strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def load_settings(path: str | None, environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from a YAML file (or defaults when ``path`` is None)."""
-    env = dict(os.environ) if environ is None else dict(environ)
-    if path is None:
-        return settings_from_data({}, "(defaults)", env)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    documents = _documents(text, str(path))
-    schedulers = [d for d in documents if is_scheduler_configuration(d)]
-    own = [d for d in documents if not is_scheduler_configuration(d)]
-    if len(schedulers) > 1:
-        raise ConfigError(
-            f"{path}: holds {len(schedulers)} {SCHEDULER_CONFIGURATION} documents; keep one"
-        )
-    if len(own) > 1:
-        raise ConfigError(f"{path}: holds {len(own)} volsched settings documents; keep one")
-    data = own[0] if own else {}
-    settings = settings_from_data(data, str(path), env)
-    if not schedulers:
-        return settings
-    source = f"{path} ({SCHEDULER_CONFIGURATION})"
-    config = parse_scheduler_configuration(
-        schedulers[0], source, with_storage=True, default_name=settings.scheduler_name
-    )
-    return apply_scheduler_configuration(settings, config, data, source)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from aiohttp import web
 
 from volsched.cache.errors import ConfigError
-from volsched.daemon.config.settings import HttpSettings, is_loopback
+from volsched.daemon.config.overrides import is_loopback
+from volsched.daemon.config.settings import HttpSettings
 from volsched.daemon.http.auth import Reviewer, auth_middleware
 from volsched.daemon.http.server import HealthChecks, health_app, serve
 from volsched.daemon.http.tls import serving_context

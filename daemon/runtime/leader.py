@@ -25,19 +25,23 @@ microseconds) and ``leaseTransitions`` (incremented whenever the holder changes)
 from __future__ import annotations
 
 import asyncio
-import datetime
 import inspect
 import logging
-import math
 import random
-import socket
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, NoReturn, Protocol
 
-from volsched.cache.errors import ApiError, ConfigError, Conflict, NotFound
+from volsched.cache.errors import ApiError, Conflict, NotFound
+from volsched.daemon.config.settings import LeaderElectionSettings
+from volsched.daemon.runtime.lease_record import (
+    lease_holder,
+    lease_record,
+    lease_spec,
+    released_lease,
+    renewed_lease,
+    taken_over_lease,
+)
 
 log = logging.getLogger("volsched.leader")
 
@@ -46,49 +50,6 @@ Raw = dict[str, Any]
 # What OnStartedLeading / OnStoppedLeading may be: a plain function, or one returning an
 # awaitable (an ``async def``).
 Callback = Callable[[], Awaitable[object] | None]
-
-
-def default_identity() -> str:
-    """Host name plus a random suffix, as kube-scheduler builds its identity, so two
-    replicas on one host (or a restarted one) never mistake each other's Lease for theirs."""
-    return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderElectionSettings:
-    """kube-scheduler's ``leaderElection`` block, with its defaults."""
-
-    enabled: bool = True
-    lease_name: str = "volsched"
-    lease_namespace: str = "kube-system"
-    lease_duration_seconds: float = 15.0
-    renew_deadline_seconds: float = 10.0
-    retry_period_seconds: float = 2.0
-    # A candidate waits retry_period * (1 + random() * jitter) between attempts, like
-    # client-go's JitterUntil, so standbys do not poll in lockstep. Renewals are not jittered.
-    retry_jitter_factor: float = 1.2
-    identity: str = field(default_factory=default_identity)
-
-    def __post_init__(self) -> None:
-        # client-go's NewLeaderElector refuses the same combinations.
-        if not self.identity:
-            raise ConfigError("leaderElection: identity must not be empty")
-        if not self.lease_name or not self.lease_namespace:
-            raise ConfigError("leaderElection: lease name and namespace must not be empty")
-        if self.retry_period_seconds <= 0 or self.retry_jitter_factor < 0:
-            raise ConfigError("leaderElection: retryPeriod must be > 0 and jitter >= 0")
-        if self.lease_duration_seconds <= self.renew_deadline_seconds:
-            raise ConfigError("leaderElection: leaseDuration must be greater than renewDeadline")
-        jittered_retry = self.retry_period_seconds * max(1.0, self.retry_jitter_factor)
-        if self.renew_deadline_seconds <= jittered_retry:
-            raise ConfigError(
-                "leaderElection: renewDeadline must be greater than retryPeriod * jitter factor"
-            )
-
-    @property
-    def lease_duration_field(self) -> int:
-        """``spec.leaseDurationSeconds`` is an int32: round up, never promise less."""
-        return max(1, math.ceil(self.lease_duration_seconds))
 
 
 class LeaseClient(Protocol):
@@ -101,21 +62,6 @@ class LeaseClient(Protocol):
     ) -> Raw: ...
 
     async def replace(self, kind: str, obj: Mapping[str, Any]) -> Raw: ...
-
-
-def micro_time(epoch_seconds: float) -> str:
-    """A Kubernetes MicroTime: ``2026-01-02T03:04:05.123456Z``."""
-    moment = datetime.datetime.fromtimestamp(epoch_seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _spec(lease: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    spec = (lease or {}).get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
-def _holder(lease: Mapping[str, Any] | None) -> str:
-    return str(_spec(lease).get("holderIdentity") or "")
 
 
 class LeaderElector:
@@ -161,7 +107,7 @@ class LeaderElector:
     @property
     def holder(self) -> str:
         """The holder as last seen ("" when none or unknown)."""
-        return _holder(self._lease)
+        return lease_holder(self._lease)
 
     # The forever-loop.
 
@@ -189,7 +135,8 @@ class LeaderElector:
                 await self._acquire()
                 await self._start_leading(on_started_leading)
                 try:
-                    await self._renew_until_lost()
+                    while await self.renew_before_deadline(pause=True):
+                        pass
                 finally:
                     await self._stop_leading(on_stopped_leading)
         finally:
@@ -204,20 +151,17 @@ class LeaderElector:
             "%s acquired lease %s/%s", self.identity, settings.lease_namespace, settings.lease_name
         )
 
-    async def _renew_until_lost(self) -> None:
-        while True:
-            await self._sleep(self.settings.retry_period_seconds)
-            if not await self.renew_before_deadline():
-                return
-
-    async def renew_before_deadline(self) -> bool:
+    async def renew_before_deadline(self, pause: bool = False) -> bool:
         """Retry renewing until it succeeds (True) or the renew deadline since the last
-        successful renewal passes, or another holder shows up (False).
+        successful renewal passes, or another holder shows up (False). With ``pause``, wait
+        one retry period first (the leader's rhythm).
 
         Each attempt is cut at the deadline, so a hung request cannot keep a leader that
         the others are about to replace.
         """
         settings = self.settings
+        if pause:
+            await self._sleep(settings.retry_period_seconds)
         deadline = self._last_renew + settings.renew_deadline_seconds
         while True:
             remaining = deadline - self._monotonic()
@@ -257,7 +201,9 @@ class LeaderElector:
         now = self._clock()
         if self._lease is not None and self.holder == self.identity and self._lease_valid(started):
             try:
-                renewed = await self.client.replace("Lease", self._renewed(self._lease, now))
+                renewed = await self.client.replace(
+                    "Lease", renewed_lease(self._lease, self.identity, self.settings, now)
+                )
             except ApiError as exc:
                 log.info("optimistic renewal failed (%s); reading the lease", exc)
             else:
@@ -273,13 +219,13 @@ class LeaderElector:
             return False
         self._observe(lease)
 
-        holder = _holder(lease)
+        holder = lease_holder(lease)
         if holder and holder != self.identity and self._lease_valid(self._monotonic()):
             return False
         if holder == self.identity:
-            body = self._renewed(lease, now)
+            body = renewed_lease(lease, self.identity, self.settings, now)
         else:
-            body = self._taken_over(lease, now)
+            body = taken_over_lease(lease, self.identity, self.settings, now)
         try:
             written = await self.client.replace("Lease", body)
         except Conflict:
@@ -298,7 +244,7 @@ class LeaderElector:
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
             "metadata": {"name": settings.lease_name, "namespace": settings.lease_namespace},
-            "spec": self._record(now, acquired=now, transitions=0),
+            "spec": lease_record(self.identity, self.settings, now, acquired=now, transitions=0),
         }
         try:
             created = await self.client.create("Lease", body, namespace=settings.lease_namespace)
@@ -331,18 +277,9 @@ class LeaderElector:
                     "Lease", settings.lease_name, settings.lease_namespace
                 )
                 self._observe(lease)
-                if _holder(lease) != self.identity:
+                if lease_holder(lease) != self.identity:
                     return False
-                now = self._clock()
-                spec = dict(_spec(lease))
-                spec.update(
-                    holderIdentity="",
-                    leaseDurationSeconds=1,
-                    acquireTime=micro_time(now),
-                    renewTime=micro_time(now),
-                    leaseTransitions=int(spec.get("leaseTransitions") or 0),
-                )
-                released = await self.client.replace("Lease", {**lease, "spec": spec})
+                released = await self.client.replace("Lease", released_lease(lease, self._clock()))
         except (ApiError, TimeoutError) as exc:
             log.warning("could not release lease %s: %s", settings.lease_name, exc)
             return False
@@ -350,36 +287,10 @@ class LeaderElector:
         log.info("%s released lease %s", self.identity, settings.lease_name)
         return True
 
-    # The Lease record.
-
-    def _record(self, now: float, acquired: float | str, transitions: int) -> Raw:
-        return {
-            "holderIdentity": self.identity,
-            "leaseDurationSeconds": self.settings.lease_duration_field,
-            "acquireTime": acquired if isinstance(acquired, str) else micro_time(acquired),
-            "renewTime": micro_time(now),
-            "leaseTransitions": transitions,
-        }
-
-    def _renewed(self, lease: Mapping[str, Any], now: float) -> Raw:
-        """Our own Lease, renewed: acquireTime and leaseTransitions stay."""
-        old = _spec(lease)
-        acquired = str(old.get("acquireTime") or micro_time(now))
-        transitions = int(old.get("leaseTransitions") or 0)
-        spec = {**old, **self._record(now, acquired=acquired, transitions=transitions)}
-        return {**lease, "spec": spec}
-
-    def _taken_over(self, lease: Mapping[str, Any], now: float) -> Raw:
-        """Another holder's (or nobody's) Lease, taken over: one more transition."""
-        old = _spec(lease)
-        transitions = int(old.get("leaseTransitions") or 0) + 1
-        spec = {**old, **self._record(now, acquired=now, transitions=transitions)}
-        return {**lease, "spec": spec}
-
     def _observe(self, lease: Raw) -> None:
         """Remember a Lease read from the server; its lease clock restarts only when its
         spec changed (a renewal by the holder changes renewTime)."""
-        if _spec(lease) != _spec(self._lease):
+        if lease_spec(lease) != lease_spec(self._lease):
             self._observed_at = self._monotonic()
         self._lease = lease
 
@@ -390,35 +301,46 @@ class LeaderElector:
         self._last_renew = started
 
     def _lease_valid(self, now: float) -> bool:
-        duration = float(_spec(self._lease).get("leaseDurationSeconds") or 0)
+        duration = float(lease_spec(self._lease).get("leaseDurationSeconds") or 0)
         return self._observed_at + duration > now
 
     # The leadership term.
 
     async def _start_leading(self, on_started_leading: Callback) -> None:
         self.leading.set()
-        try:
-            result = on_started_leading()
-        except Exception:
-            log.exception("on_started_leading failed")
-            return
-        if inspect.isawaitable(result):
-            term = asyncio.ensure_future(result)
-            term.add_done_callback(_log_term_end)
-            self._term = term
+        self._term = start_term(on_started_leading)
 
     async def _stop_leading(self, on_stopped_leading: Callback) -> None:
         self.leading.clear()
         term, self._term = self._term, None
-        if term is not None and not term.done():
-            term.cancel()
-            await asyncio.wait([term])
-        try:
-            result = on_stopped_leading()
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            log.exception("on_stopped_leading failed")
+        await end_term(term, on_stopped_leading)
+
+
+def start_term(on_started_leading: Callback) -> asyncio.Future[object] | None:
+    """Call ``on_started_leading``; an awaitable it returns runs for the term."""
+    try:
+        result = on_started_leading()
+    except Exception:
+        log.exception("on_started_leading failed")
+        return None
+    if not inspect.isawaitable(result):
+        return None
+    term = asyncio.ensure_future(result)
+    term.add_done_callback(_log_term_end)
+    return term
+
+
+async def end_term(term: asyncio.Future[object] | None, on_stopped_leading: Callback) -> None:
+    """Cancel the term's task, then call (and await) ``on_stopped_leading``."""
+    if term is not None and not term.done():
+        term.cancel()
+        await asyncio.wait([term])
+    try:
+        result = on_stopped_leading()
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("on_stopped_leading failed")
 
 
 def _log_term_end(term: asyncio.Future[object]) -> None:

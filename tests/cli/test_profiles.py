@@ -12,7 +12,7 @@ import pytest
 
 from volsched.cache.errors import ConfigError
 from volsched.daemon.cli.main import main
-from volsched.daemon.config.settings import load_settings
+from volsched.daemon.config.loading import load_settings
 
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 

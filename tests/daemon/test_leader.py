@@ -19,8 +19,10 @@ from typing import Any, NoReturn
 import pytest
 
 from volsched.cache.errors import ConfigError, NotFound
+from volsched.daemon.config.settings import LeaderElectionSettings
 from volsched.daemon.kube.client import KubeClient
-from volsched.daemon.runtime.leader import LeaderElectionSettings, LeaderElector, micro_time
+from volsched.daemon.runtime.leader import LeaderElector
+from volsched.daemon.runtime.lease_record import micro_time
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 Raw = dict[str, Any]

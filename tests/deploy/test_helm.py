@@ -22,7 +22,8 @@ from tests.deploy.test_manifests import (
     OPTIONAL_SETS,
     load_documents,
 )
-from volsched.daemon.config.settings import Settings, load_settings
+from volsched.daemon.config.loading import load_settings
+from volsched.daemon.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "volsched"

@@ -20,7 +20,8 @@ import pytest
 import yaml
 
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.config.settings import Settings, load_settings
+from volsched.daemon.config.loading import load_settings
+from volsched.daemon.config.settings import Settings
 from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, VOLSCHED_STORAGE_KINDS
 from volsched.scheduling.scheduler_config import default_profile
 

@@ -13,8 +13,8 @@ from tests.fuzz.sizes import EXAMPLES
 from volsched.cache.errors import VolschedError
 from volsched.daemon.cli.main import main
 from volsched.daemon.cli.snapshot_files import load_snapshot
+from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.policy_file import load_policy_file
-from volsched.daemon.config.settings import load_settings
 
 DEEP = "[" * 50_000 + "]" * 50_000
 NODE = (

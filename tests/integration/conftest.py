@@ -16,10 +16,16 @@ import pytest
 import yaml
 
 from tests.emulator.support import eventually as _eventually
-from volsched.daemon.config.settings import AuthSettings, DatabaseSettings, HttpSettings, Settings
+from volsched.daemon.config.settings import (
+    AuthSettings,
+    DatabaseSettings,
+    HttpSettings,
+    LeaderElectionSettings,
+    Settings,
+    default_identity,
+)
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.runtime.app import Daemon, DaemonOptions, open_daemon
-from volsched.daemon.runtime.leader import LeaderElectionSettings, default_identity
 from volsched.daemon.watch.watching import WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 

@@ -22,7 +22,7 @@ async def test_a_database_from_another_cluster_is_discarded(
 
     # The same database, the same cluster: warm, nothing discarded.
     again = await cluster.start_daemon()
-    assert again.warm and not again.discarded_foreign_state
+    assert again.sync.warm and not again.sync.discarded_foreign_state
     await cluster.stop_daemon(again)
 
     # The same database file, another cluster (its own kube-system uid).
@@ -34,8 +34,8 @@ async def test_a_database_from_another_cluster_is_discarded(
         elsewhere.db_path = cluster.db_path
         with caplog.at_level(logging.WARNING, logger="volsched"):
             moved = await elsewhere.start_daemon()
-        assert moved.discarded_foreign_state
-        assert not moved.warm
+        assert moved.sync.discarded_foreign_state
+        assert not moved.sync.warm
         assert "only-in-a" not in moved.cluster.nodes
         assert "only-in-b" in moved.cluster.nodes
         assert any("belongs to another cluster" in r.getMessage() for r in caplog.records)

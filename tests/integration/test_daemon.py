@@ -67,7 +67,7 @@ async def test_pods_with_bound_wffc_and_provisioned_claims_are_placed(cluster: C
         and scheduled[0]["message"] == "Successfully assigned default/uses-local to node-2"
     )
     assert scheduled[0]["type"] == "Normal"
-    await eventually(lambda: daemon.journal_depth() == 0, what="journal entries closed")
+    await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal entries closed")
 
 
 async def test_a_409_on_the_pv_prebind_rolls_back_and_the_retry_places_the_pod(
@@ -154,14 +154,14 @@ async def test_the_assume_layer_is_on_disk_while_a_binding_waits(
     cluster.server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
     daemon = await cluster.start_daemon()
     cluster.server.load([pod("p", ("c1",))])
-    await eventually(lambda: daemon.journal_depth() == 1, what="binding cycle waiting")
+    await eventually(lambda: daemon.store.stats.journal_depth == 1, what="binding cycle waiting")
     await daemon.store.flush()
     stored = await daemon.store.load(freeze=False)
     assert set(stored.assumed.get("PersistentVolume", {})) == {"pv-1"}
     assert stored.assumed["PersistentVolume"]["pv-1"]["spec"]["claimRef"]["name"] == "c1"
     assert stored.assumed["Pod"]["default/p"]["spec"]["nodeName"] == "node-1"
     await eventually(lambda: cluster.node_of("p") == "node-1", what="pod bound")
-    await eventually(lambda: daemon.journal_depth() == 0, what="journal closed")
+    await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal closed")
     await daemon.store.flush()
     stored = await daemon.store.load(freeze=False)
     assert not any(stored.assumed.values())

@@ -60,9 +60,9 @@ async def test_an_unreadable_database_is_rebuilt_not_crashed_on(
     damage(cluster.db_path, statement)
     with caplog.at_level(logging.WARNING):
         second = await cluster.start_daemon()
-    assert second.opened.state == "rebuilt"
-    assert second.opened.moved_to is not None and Path(second.opened.moved_to).exists()
-    assert not second.warm
+    assert second.sync.opened.state == "rebuilt"
+    assert second.sync.opened.moved_to is not None and Path(second.sync.opened.moved_to).exists()
+    assert not second.sync.warm
     messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert any(why in m for m in messages), messages
     # It schedules from the relist as if nothing had happened.

@@ -94,7 +94,7 @@ async def test_a_full_disk_holds_bindings_back_says_why_and_heals(
     assert cluster.node_of("p") is None
     volume = server.get("PersistentVolume", "pv-1")
     assert volume is not None and not volume["spec"].get("claimRef")
-    assert daemon.journal_depth() == 0
+    assert daemon.store.stats.journal_depth == 0
     # Retried with backoff, and reported each time, not logged as a crash.
     await eventually(lambda: len(failed_events()) >= 3, what="retries while full")
 
@@ -103,7 +103,7 @@ async def test_a_full_disk_holds_bindings_back_says_why_and_heals(
     await eventually(lambda: daemon.store.write_problem is None, what="writes working")
     assert (await readiness(daemon))[0] == 200
     assert "volsched_database_writable 1.0" in await metrics(daemon)
-    await eventually(lambda: daemon.journal_depth() == 0, what="journal entry closed")
+    await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal entry closed")
     # What waited in memory while the disk was full is on disk now.
     await eventually(lambda: daemon.store.stats.pending == 0, what="queued writes flushed")
 

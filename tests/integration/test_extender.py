@@ -154,7 +154,7 @@ async def test_bind_outlasting_the_call_deadline_still_completes(
     status, result = await post(daemon, "bind", body)
     assert status == 200 and result == {"Error": ""}
     assert cluster.node_of("web") == "node-1"
-    await eventually(lambda: daemon.journal_depth() == 0, what="journal entries closed")
+    await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal entries closed")
     status, result = await post(daemon, "bind", body)
     assert result == {"Error": ""}  # already where it was asked to go
 

@@ -22,7 +22,7 @@ async def test_a_cold_relist_of_fifty_thousand_objects_never_blocks_the_loop_for
 
     def relisted() -> bool:
         daemons = cluster.live_daemons()
-        return bool(daemons) and bool(daemons[0].watchers) and daemons[0].synced()
+        return bool(daemons) and bool(daemons[0].sync.watchers) and daemons[0].sync.synced()
 
     async def ticker() -> None:
         """The longest gap between ticks until every kind has been listed."""

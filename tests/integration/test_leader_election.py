@@ -18,7 +18,7 @@ async def test_only_the_leader_schedules_and_a_graceful_stop_hands_over(cluster:
         database=DatabaseSettings(str(cluster.workdir / "standby.db"))
     )
     second = await cluster.start_daemon(standby_settings, lead=False)
-    await eventually(second.synced, what="standby caches synced")
+    await eventually(second.sync.synced, what="standby caches synced")
     assert first.elector.is_leader and not second.elector.is_leader
     assert second.ready.is_set()
 

@@ -41,7 +41,7 @@ async def test_watch_cut_expiry_and_stall_all_converge(cluster: Cluster) -> None
     await eventually(lambda: cache_pvs(cluster, daemon) == {"pv-a", "pv-b"}, what="after a cut")
 
     # 2. History compacted while the stream is down: 410 Gone, relist, deletions emitted.
-    pv_watcher = next(w for w in daemon.watchers if w.kind == "PersistentVolume")
+    pv_watcher = next(w for w in daemon.sync.watchers if w.kind == "PersistentVolume")
     relists_before = pv_watcher.state.relists
     server.faults.stall_watches(0.5)
     await server_delete(cluster, "pv-a")
@@ -107,7 +107,7 @@ async def test_killed_between_prebind_and_binding_rolls_back_then_places(
     await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
     volume = server.get("PersistentVolume", "pv-1")
     assert volume is not None and volume["status"]["phase"] == "Bound"
-    await eventually(lambda: daemon.journal_depth() == 0, what="journal entries closed")
+    await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal entries closed")
 
 
 @pytest.mark.parametrize(
@@ -151,7 +151,7 @@ async def test_warm_restart_waits_for_its_watches_to_catch_up_before_it_is_ready
     server = cluster.server
     server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
     first = await cluster.start_daemon()
-    await eventually(first.synced, what="first sync")
+    await eventually(first.sync.synced, what="first sync")
     await cluster.stop_daemon(first)
 
     server.faults.stall_watches(3)
@@ -169,9 +169,9 @@ async def test_warm_restart_waits_for_its_watches_to_catch_up_before_it_is_ready
         assert response.status == 503
         assert "waiting for" in await response.text()
     await starting
-    assert second.warm
+    assert second.sync.warm
     assert time.monotonic() - started >= 3
-    assert all(w.state.synced for w in second.watchers)
+    assert all(w.state.synced for w in second.sync.watchers)
     async with (
         aiohttp.ClientSession() as session,
         session.get(f"http://127.0.0.1:{second.http_port}/readyz") as response,
@@ -199,10 +199,10 @@ async def test_warm_restart_catches_up_in_seconds_when_bookmarks_come_once_a_min
         server.load([local_pv("pv-2", "node-2")])
         started = time.monotonic()
         second = await asyncio.wait_for(cluster.start_daemon(silence_seconds=90.0), 15)
-        assert second.warm
+        assert second.sync.warm
         assert time.monotonic() - started < 10
         assert cache_pvs(cluster, second) == {"pv-2"}
-        assert all(w.state.synced for w in second.watchers)
+        assert all(w.state.synced for w in second.sync.watchers)
     finally:
         await cluster.close()
         await server.stop()
@@ -215,7 +215,7 @@ async def test_deleted_or_corrupt_database_is_rebuilt_from_a_relist(
     server = cluster.server
     server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
     first = await cluster.start_daemon()
-    await eventually(first.synced, what="first sync")
+    await eventually(first.sync.synced, what="first sync")
     await cluster.stop_daemon(first)
     for suffix in ("", "-wal", "-shm"):
         path = cluster.db_path.with_name(cluster.db_path.name + suffix)
@@ -224,10 +224,10 @@ async def test_deleted_or_corrupt_database_is_rebuilt_from_a_relist(
     if damage == "garbage":
         cluster.db_path.write_bytes(b"this is not a database" * 100)
     second = await cluster.start_daemon()
-    assert not second.warm
-    assert second.opened.state == ("cold" if damage == "delete" else "rebuilt")
+    assert not second.sync.warm
+    assert second.sync.opened.state == ("cold" if damage == "delete" else "rebuilt")
     if damage == "garbage":
-        assert second.opened.moved_to is not None and os.path.exists(second.opened.moved_to)
+        assert second.sync.opened.moved_to is not None and os.path.exists(second.sync.opened.moved_to)
     server.load([pod("p", ("c1",))])
     await eventually(lambda: cluster.node_of("p") == "node-1", what="scheduling after rebuild")
 
@@ -271,7 +271,7 @@ async def test_a_standby_with_an_empty_database_finishes_what_the_dead_leader_le
     standby = await cluster.start_daemon(
         cluster.settings(database=DatabaseSettings(str(standby_db)))
     )
-    assert standby.journal_depth() == 0
+    assert standby.store.stats.journal_depth == 0
     assert standby.recovered is not None
     assert (standby.recovered.released, standby.recovered.kept) == (1, 0)
     await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")

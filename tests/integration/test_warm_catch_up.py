@@ -32,7 +32,7 @@ async def test_a_warm_restart_never_uses_a_deleted_or_newly_tainted_node(cluster
     # The resumed watches are slow to deliver what changed (a busy API server).
     server.faults.stall_watches(1.5)
     second = await cluster.start_daemon()
-    assert second.warm
+    assert second.sync.warm
     # Ready means caught up: the stale copies are gone before anything is decided.
     assert "node-1" not in second.cluster.nodes
     assert second.cluster.nodes["node-2"].node.taints
@@ -55,4 +55,4 @@ async def test_a_garbage_resume_point_relists_instead_of_failing_forever(cluster
     server.load([node("node-2")])
     second = await cluster.start_daemon()
     assert set(second.cluster.nodes) == {"node-1", "node-2"}
-    assert all(w.state.synced for w in second.watchers)
+    assert all(w.state.synced for w in second.sync.watchers)

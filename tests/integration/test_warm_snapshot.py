@@ -53,19 +53,19 @@ async def test_a_clean_stop_keeps_a_snapshot_that_loads_the_same_cache(cluster: 
     assert snapshot_rows(cluster) > 0
 
     from_snapshot = await cluster.start_daemon()
-    assert from_snapshot.warm and from_snapshot.loaded_from_snapshot
+    assert from_snapshot.sync.warm and from_snapshot.sync.loaded_from_snapshot
     image = cache_image(from_snapshot)
     await cluster.stop_daemon(from_snapshot)
 
     drop_snapshot(cluster)
     from_rows = await cluster.start_daemon()
-    assert from_rows.warm and not from_rows.loaded_from_snapshot
+    assert from_rows.sync.warm and not from_rows.sync.loaded_from_snapshot
     assert cache_image(from_rows) == image
     await cluster.stop_daemon(from_rows)
 
     # And it schedules: a claim waiting for its first consumer gets a node-1 volume.
     again = await cluster.start_daemon()
-    assert again.loaded_from_snapshot
+    assert again.sync.loaded_from_snapshot
     server.load([pod("db", ("c1",))])
     await eventually(lambda: cluster.node_of("db") == "node-1", what="db placed on node-1")
 
@@ -84,5 +84,5 @@ async def test_after_a_change_on_disk_or_a_crash_the_rows_are_read(cluster: Clus
         what="the new PV written, ending the snapshot",
     )
     second = await cluster.start_daemon()
-    assert second.warm and not second.loaded_from_snapshot
+    assert second.sync.warm and not second.sync.loaded_from_snapshot
     assert {pv.meta.name for pv in second.cluster.pvs.values()} == {"pv-1", "pv-2"}

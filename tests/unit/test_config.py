@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from volsched.cache.errors import ConfigError
-from volsched.daemon.config.settings import settings_from_data
+from volsched.daemon.config.loading import settings_from_data
 
 
 def test_defaults_are_authenticated_https_on_loopback() -> None:

@@ -1,0 +1,104 @@
+"""Flags and environment variables over the config file, and the checks of a listen
+address they share with it."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from volsched.cache.errors import ConfigError
+from volsched.daemon.config.settings import (
+    DatabaseSettings,
+    Settings,
+)
+
+# Flags of ``volsched run`` and the environment variables that stand for them when no flag
+# is given, so a container runs without a config file. Precedence: flag, environment,
+# file, default.
+OVERRIDE_ENVIRONMENT = {
+    "http_address": "VOLSCHED_HTTP_ADDRESS",
+    "scheduler_name": "VOLSCHED_SCHEDULER_NAME",
+    "database": "VOLSCHED_DATABASE",
+    "leader_elect": "VOLSCHED_LEADER_ELECT",
+}
+
+
+def parse_boolean(value: str, where: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"{where}: must be true or false, not {value!r}")
+
+
+def apply_overrides(
+    settings: Settings, flags: Mapping[str, str | None], environ: Mapping[str, str]
+) -> Settings:
+    """Flags (``--http-address`` ...) and their environment variables over the file."""
+    values: dict[str, tuple[str, str]] = {}
+    for key, variable in OVERRIDE_ENVIRONMENT.items():
+        flag = flags.get(key)
+        if flag is not None:
+            values[key] = (flag, "--" + key.replace("_", "-"))
+        elif environ.get(variable):
+            values[key] = (environ[variable], variable)
+    changes: dict[str, Any] = {}
+    if "http_address" in values:
+        address, where = values["http_address"]
+        if not address:
+            raise ConfigError(f"{where}: must be HOST:PORT")
+        changes["http"] = replace(settings.http, address=address)
+    if "database" in values:
+        path, where = values["database"]
+        if not path:
+            raise ConfigError(f"{where}: must be a file path")
+        changes["database"] = DatabaseSettings(path)
+    if "leader_elect" in values:
+        text, where = values["leader_elect"]
+        changes["leader_election"] = replace(
+            settings.leader_election, enabled=parse_boolean(text, where)
+        )
+    if "scheduler_name" in values:
+        name, where = values["scheduler_name"]
+        if not name:
+            raise ConfigError(f"{where}: must not be empty")
+        changes["scheduler_name"] = name
+        if len(settings.profiles) > 1:
+            raise ConfigError(
+                f"{where}: the config has {len(settings.profiles)} profiles, each with its "
+                "schedulerName; set the names there"
+            )
+        if settings.profiles:
+            changes["profiles"] = (replace(settings.profiles[0], scheduler_name=name),)
+    return replace(settings, **changes) if changes else settings
+
+
+def address_problem(address: str) -> str | None:
+    """Why ``host:port`` cannot be listened on (None when it looks right).
+
+    Only the form is checked here; a host that does not resolve or a port in use is
+    reported when the daemon binds.
+    """
+    host, colon, port = address.rpartition(":")
+    if not colon:
+        return f"must be HOST:PORT, not {address!r}"
+    if not port.isdigit():
+        return f"port must be a number, not {port!r}"
+    if not 0 <= int(port) <= 65535:
+        return f"port must be between 0 and 65535, not {port}"
+    if host.startswith("[") != host.endswith("]"):
+        return f"unbalanced brackets in {address!r}"
+    return None
+
+
+def is_loopback(address: str) -> bool:
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

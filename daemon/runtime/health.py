@@ -1,0 +1,58 @@
+"""What /livez, /readyz and the scrape-time gauges read from the running daemon."""
+
+from __future__ import annotations
+
+import time
+
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.store import Store
+from volsched.daemon.http.server import Check, HealthChecks
+from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.daemon.runtime.loop import SchedulingLoop
+from volsched.daemon.telemetry.metrics import Metrics
+from volsched.daemon.watch.cache_sync import CacheSync
+from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS
+
+STUCK_LOOP_SECONDS = 30.0
+
+
+def collect_gauges(
+    metrics: Metrics, queue: SchedulingQueue, cluster: ClusterCache, store: Store
+) -> None:
+    for name, length in queue.lengths().items():
+        metrics.pending_pods.labels(queue=name).set(length)
+    metrics.sync_incoming(queue.stats.incoming)
+    for kind in (*CORE_KINDS, *STORAGE_KINDS):
+        metrics.cache_objects.labels(kind=kind).set(sum(1 for _ in cluster.objects(kind)))
+    metrics.assumed_objects.labels(kind="Pod").set(len(cluster.assumed_pods))
+    metrics.assumed_objects.labels(kind="PersistentVolume").set(len(cluster.pvs.assumed_keys()))
+    metrics.assumed_objects.labels(kind="PersistentVolumeClaim").set(
+        len(cluster.pvcs.assumed_keys())
+    )
+    stats = store.stats
+    metrics.database_pending.set(stats.pending)
+    metrics.database_writable.set(1 if stats.writable else 0)
+    metrics.journal_depth.set(stats.journal_depth)
+
+
+def health_checks(
+    loop: SchedulingLoop, sync: CacheSync, store: Store, metrics: Metrics
+) -> HealthChecks:
+    def loop_alive() -> str | None:
+        age = time.monotonic() - loop.heartbeat
+        return None if age < STUCK_LOOP_SECONDS else f"no progress for {age:.0f}s"
+
+    def caches() -> str | None:
+        if sync.synced():
+            return None
+        return "waiting for " + ", ".join(sync.waiting_for()[:5])
+
+    def database() -> str | None:
+        # While writes fail (a full disk), bindings that need the journal cannot start.
+        return store.write_problem if store.is_open else "closed"
+
+    return HealthChecks(
+        live=[Check("loop", loop_alive)],
+        ready=[Check("informer-sync", caches), Check("database", database)],
+        metrics=metrics.render,
+    )

@@ -1,0 +1,44 @@
+"""Which scheduling profiles the daemon runs, built over one shared cache."""
+
+from __future__ import annotations
+
+import random
+
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ConfigError
+from volsched.daemon.config.policy_file import load_policy_file
+from volsched.daemon.config.settings import Settings
+from volsched.scheduling.framework.profiles import Profiles
+from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.policy import PolicySpec
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import default_profile
+
+
+def profile_specs(settings: Settings) -> list[tuple[str, PolicySpec]]:
+    """The profiles to run: a Policy file's one, a KubeSchedulerConfiguration's, or the
+    default profile. The storage rules only act on pods with replicated volumes (they
+    skip the rest), so the daemon's default always carries them."""
+    if settings.policy_file:
+        if settings.profiles:
+            raise ConfigError(
+                f"{settings.policy_file}: a Policy file and a KubeSchedulerConfiguration's "
+                "profiles cannot both be given; keep one"
+            )
+        return [(settings.scheduler_name, load_policy_file(settings.policy_file))]
+    if settings.profiles:
+        return [(profile.scheduler_name, profile.policy) for profile in settings.profiles]
+    return [(settings.scheduler_name, default_profile(with_storage=True).policy)]
+
+
+def build_profiles(
+    settings: Settings, cluster: ClusterCache, plugins: PluginSet, seed: int | None
+) -> Profiles:
+    rng = random.Random(seed)
+    schedulers = {}
+    for name, spec in profile_specs(settings):
+        # Each profile its own plugin instances (their arguments differ), one cache.
+        profile_plugins = PluginSet(cluster, plugins.provisioner_checks)
+        profile = build_profile(spec, profile_plugins, settings.percentage_of_nodes_to_score)
+        schedulers[name] = Scheduler(cluster, profile, rng)
+    return Profiles(schedulers)

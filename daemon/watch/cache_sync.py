@@ -1,0 +1,265 @@
+"""Bringing the cache up to date with the API server, and keeping it for the next start.
+
+A start reads the SQLite store (a broken file is moved aside and rebuilt, never a crash
+loop), checks that the file mirrors this cluster, opens one list+watch per kind resuming
+from the stored resourceVersions, and counts the cache synced only when every kind has
+caught up with the API server (or relisted). A stored cache is a head start, never a
+source of decisions. A clean stop keeps the parsed cache as a snapshot for the next
+warm start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from volsched.cache.assumed import AssumeError
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ApiError, CorruptStore, ObjectError
+from volsched.cache.objects.registry import KINDS
+from volsched.cache.store import OpenResult, Store, snapshot
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
+
+log = logging.getLogger("volsched")
+# The meta key of the cluster a database mirrors.
+CLUSTER_IDENTITY = "cluster.kube-system-uid"
+
+
+class CacheSync:
+    """The watchers of every kind and the stored state they resume from."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        store: Store,
+        opened: OpenResult,
+        ingest: Ingest,
+        cluster: ClusterCache,
+        watch: WatchSettings,
+        database_path: str,
+        on_restart: Callable[[str], None],
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.opened = opened
+        self.ingest = ingest
+        self.cluster = cluster
+        self.watch = watch
+        self.database_path = database_path
+        self.on_restart = on_restart
+        self.watchers: list[KindWatcher] = []
+        self.warm = False
+        # The stored layer 1 came from the parsed snapshot, not from parsing the rows.
+        self.loaded_from_snapshot = False
+        self.discarded_foreign_state = False
+        self._resume: dict[str, str] = {}
+        self._restored: list[tuple[str, str]] = []
+        self._watch_tasks: list[asyncio.Task[None]] = []
+
+    def synced(self) -> bool:
+        return all(w.state.synced for w in self.watchers)
+
+    def waiting_for(self) -> list[str]:
+        return [w.kind for w in self.watchers if not w.state.synced]
+
+    async def start(self) -> None:
+        """Load the stored cache and open the watches; return once every kind caught up."""
+        await self.check_cluster_identity()
+        # The resumed watches open first and take the API server's current version as
+        # their catch-up target while the stored cache loads: the bookmark that proves a
+        # quiet kind caught up comes due during the load, not after it. Nothing they
+        # bring is applied before the load is done.
+        loaded = asyncio.Event()
+        resumed = await self.store.peek_resume_points()
+        targets: asyncio.Task[None] | None = None
+        if resumed:
+            self._open_watches(resumed, loaded)
+            targets = asyncio.create_task(self._set_catch_up_targets())
+        await self.load_from_disk()
+        if resumed and (not self.warm or self._resume != resumed):
+            # The load judged the file otherwise (rebuilt, empty): start over from it.
+            if targets is not None:
+                await asyncio.gather(targets, return_exceptions=True)
+            await self.close()
+            targets = None
+        if not self.watchers:
+            self._open_watches(self._resume if self.warm else {}, loaded)
+            if self.warm:
+                targets = asyncio.create_task(self._set_catch_up_targets())
+        if targets is not None:
+            await targets
+        loaded.set()
+
+    async def wait_synced(self) -> None:
+        await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
+
+    async def _set_catch_up_targets(self) -> None:
+        """The API server's current resourceVersion per resumed kind (a one-item list
+        each): a resumed watch counts as synced only at or past it."""
+
+        async def target(watcher: KindWatcher) -> None:
+            if not watcher.state.resource_version:
+                return
+            try:
+                _, version = await self.client.list(watcher.kind, limit=1)
+            except ApiError:
+                # Absent CRD, or the server is away: the watch finds out and relists.
+                return
+            watcher.catch_up_to(version)
+
+        await asyncio.gather(*(target(w) for w in self.watchers))
+
+    async def check_cluster_identity(self) -> None:
+        """A database records the cluster it mirrors (the kube-system namespace's uid); one
+        from another cluster — a restored volume, a copied file, a kubeconfig pointing
+        elsewhere — is discarded, never acted on, and the caches are relisted."""
+        try:
+            namespace = await self.client.get("Namespace", "kube-system")
+        except ApiError as exc:
+            log.warning(
+                "cannot read the cluster's identity (namespace kube-system): %s; "
+                "keeping the database",
+                exc,
+            )
+            return
+        uid = str((namespace.get("metadata") or {}).get("uid") or "")
+        if not uid:
+            return
+        stored = await self.store.read_meta(CLUSTER_IDENTITY)
+        if stored == uid:
+            return
+        if stored is not None:
+            log.warning(
+                "database %s belongs to another cluster (kube-system uid %s, this one's is "
+                "%s): discarded; relisting",
+                self.database_path,
+                stored,
+                uid,
+            )
+            await self.store.discard_cluster_state()
+            self.discarded_foreign_state = True
+        await self.store.write_meta(CLUSTER_IDENTITY, uid)
+
+    async def load_from_disk(self) -> None:
+        started = time.perf_counter()
+        try:
+            stored = await self.store.load(snapshot_fingerprint=snapshot.fingerprint())
+        except CorruptStore as problem:
+            # One bad row must not become a crash loop: start over from a relist.
+            moved = await self.store.rebuild(str(problem))
+            log.warning(
+                "database %s unusable (%s); moved to %s and rebuilt from the API server",
+                self.database_path,
+                problem,
+                moved,
+            )
+            self.opened = OpenResult("rebuilt", moved, str(problem))
+            stored = await self.store.load()
+        count = 0
+        parsed = stored.snapshot
+        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+            if parsed is not None:
+                texts = parsed.raw.get(kind, {})
+                for key, view in parsed.views.get(kind, {}).items():
+                    self.ingest.apply_view(kind, view, texts.get(key))
+                    count += 1
+                continue
+            for raw in stored.objects.get(kind, {}).values():
+                self.ingest.upsert(kind, raw, persist=False)
+                count += 1
+        self.warm = count > 0 and bool(stored.resume_points)
+        self.loaded_from_snapshot = parsed is not None
+        self._resume = dict(stored.resume_points)
+        self.restore_assumptions(stored.assumed)
+        log.info(
+            "database %s: %d objects loaded in %.2fs (%s start%s)",
+            self.database_path,
+            count,
+            time.perf_counter() - started,
+            "warm" if self.warm else "cold",
+            ", from the snapshot" if parsed is not None else "",
+        )
+
+    def restore_assumptions(self, assumed: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        """Put layer 2 back as it was when the previous process stopped. It belongs to
+        open journal intents, which recovery resolves before any scheduling; until then
+        the cache shows what was assumed (and ``drop_restored`` clears it after)."""
+        for kind, items in assumed.items():
+            for key, raw in items.items():
+                self._restored.append((kind, key))
+                if kind == "Pod":
+                    pod = self.cluster.pods.get(key)
+                    node = str((raw.get("spec") or {}).get("nodeName") or "")
+                    if pod is not None and not pod.node_name and node:
+                        self.cluster.assume_pod(pod, node)
+                    continue
+                if kind not in ("PersistentVolume", "PersistentVolumeClaim"):
+                    continue
+                try:
+                    view = KINDS[kind].parse(raw)
+                    target = self.cluster.pvs if kind == "PersistentVolume" else self.cluster.pvcs
+                    target.assume(key, view)
+                except (ObjectError, AssumeError) as exc:
+                    log.info("stored assumption %s %s no longer applies: %s", kind, key, exc)
+
+    def drop_restored(self) -> None:
+        for kind, key in self._restored:
+            if kind == "Pod":
+                self.cluster.forget_pod(key)
+            elif kind == "PersistentVolume":
+                self.cluster.pvs.restore(key)
+            elif kind == "PersistentVolumeClaim":
+                self.cluster.pvcs.restore(key)
+            self.store.delete_assumed(kind, key)
+        self._restored.clear()
+
+    def _open_watches(self, resume: Mapping[str, str], loaded: asyncio.Event) -> None:
+        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+            watcher = KindWatcher(
+                kind,
+                self.client,
+                self.ingest,
+                self.store,
+                self.watch,
+                resume_from=resume.get(kind, ""),
+                on_restart=self.on_restart,
+                optional=kind in STORAGE_KINDS,
+                apply_after=loaded,
+            )
+            self.watchers.append(watcher)
+            task = asyncio.create_task(watcher.run(), name=f"watch {kind}")
+            self._watch_tasks.append(task)
+
+    async def stop_watching(self) -> None:
+        """End every watch; the watchers stay, to tell whether the cache had caught up."""
+        for task in self._watch_tasks:
+            task.cancel()
+        await asyncio.gather(*self._watch_tasks, return_exceptions=True)
+        self._watch_tasks.clear()
+
+    async def close(self) -> None:
+        await self.stop_watching()
+        self.watchers.clear()
+
+    async def keep_snapshot(self) -> None:
+        """At a clean stop, the parsed cache for the next warm start (see
+        ``volsched.cache.store.snapshot``). Only a cache that had caught up is kept: one
+        cut short mid-relist holds a mix the rows do not."""
+        if not self.store.is_open or not self.watchers or not self.synced():
+            return
+        started = time.perf_counter()
+        parts = snapshot.encode(self.ingest.views, self.ingest.raw)
+        written = await self.store.write_snapshot(snapshot.fingerprint(), parts)
+        if written:
+            log.info(
+                "database %s: snapshot of %d objects (%.1f MB) kept in %.2fs",
+                self.database_path,
+                sum(len(views) for views in self.ingest.views.values()),
+                written / 1e6,
+                time.perf_counter() - started,
+            )
