@@ -35,12 +35,12 @@ from volsched.cache.objects.pod_constraints import (
 )
 from volsched.cache.objects.selectors import LabelSelector
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 from volsched.scheduling.plugins.node_affinity import matches_required_node_affinity
 from volsched.scheduling.plugins.selector_spread import default_selector
 from volsched.scheduling.plugins.taint_toleration import untolerated_hard_taint
 
-MAX_NODE_SCORE = 100
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
