@@ -33,6 +33,14 @@ DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
+# Kubernetes' well-known node labels (k8s.io/api/core/v1 well_known_labels.go); the beta
+# failure-domain keys are still read where upstream still reads them.
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+LABEL_TOPOLOGY_REGION = "topology.kubernetes.io/region"
+LABEL_FAILURE_DOMAIN_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+LABEL_FAILURE_DOMAIN_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+
 
 def resource_amount(name: str, quantity: Fraction) -> int:
     """cpu in millicores, everything else in whole units, rounded up as upstream."""

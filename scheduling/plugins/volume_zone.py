@@ -13,21 +13,27 @@ from dataclasses import dataclass
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod
+from volsched.cache.objects.core import (
+    LABEL_FAILURE_DOMAIN_BETA_REGION,
+    LABEL_FAILURE_DOMAIN_BETA_ZONE,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+    Pod,
+)
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 
 NAME = "VolumeZone"
 REASON_CONFLICT = "node(s) had no available volume zone"
 TOPOLOGY_LABELS = (
-    "failure-domain.beta.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
+    LABEL_FAILURE_DOMAIN_BETA_ZONE,
+    LABEL_FAILURE_DOMAIN_BETA_REGION,
+    LABEL_TOPOLOGY_ZONE,
+    LABEL_TOPOLOGY_REGION,
 )
 _GA_LABEL = {
-    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+    LABEL_FAILURE_DOMAIN_BETA_ZONE: LABEL_TOPOLOGY_ZONE,
+    LABEL_FAILURE_DOMAIN_BETA_REGION: LABEL_TOPOLOGY_REGION,
 }
 
 

@@ -12,11 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.objects.core import Pod
+from volsched.cache.objects.core import LABEL_HOSTNAME, Pod
 from volsched.cache.objects.selectors import NodeSelector
 from volsched.cache.objects.storage import PersistentVolumeClaim
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 class ClaimProblem(Exception):
@@ -94,7 +92,7 @@ def classify_pod_claims(cluster: ClusterCache, pod: Pod) -> PodVolumeClaims:
 
 def _pinned_by_hostname(affinity: NodeSelector) -> bool:
     return any(
-        requirement.key == HOSTNAME_LABEL and requirement.operator == "In"
+        requirement.key == LABEL_HOSTNAME and requirement.operator == "In"
         for term in affinity.terms
         for requirement in term.match_expressions
     )
