@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.replicated import CSI_DRIVER as REPLICATED_DRIVER
 
 DEFAULT_SCHEDULER = "default-scheduler"
 OPT_OUT_LABEL = "volsched.io/scheduler-routing"
@@ -30,9 +31,7 @@ OPT_OUT_VALUE = "disabled"
 class RoutingRules:
     scheduler_name: str = "volsched"
     storage_classes: frozenset[str] = frozenset()
-    provisioners: frozenset[str] = field(
-        default_factory=lambda: frozenset({"replicated.volsched.io"})
-    )
+    provisioners: frozenset[str] = field(default_factory=lambda: frozenset({REPLICATED_DRIVER}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from volsched.cache.objects.meta import ObjectMeta, parse_meta
 from volsched.cache.quantity import ceil_value
 
 API_VERSION = "volsched.io/v1alpha1"
+# The provisioner of the replicated volumes' StorageClasses, and the CSI driver of their PVs.
+CSI_DRIVER = "replicated.volsched.io"
 
 DATA_LOCALITY_DISABLED = "disabled"
 DATA_LOCALITY_BEST_EFFORT = "best-effort"

@@ -29,13 +29,13 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.longhorn import CSI_DRIVER as LONGHORN_DRIVER
+from volsched.cache.objects.replicated import CSI_DRIVER as REPLICATED_DRIVER
 from volsched.cache.objects.replicated import DATA_LOCALITY_STRICT_LOCAL, StorageNode
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 from volsched.scheduling.volumes.scoring import round_half_away
 
-REPLICATED_PROVISIONER = "replicated.volsched.io"
-STORAGE_DRIVERS = (REPLICATED_PROVISIONER, LONGHORN_DRIVER)
+STORAGE_DRIVERS = (REPLICATED_DRIVER, LONGHORN_DRIVER)
 LOCALITY_LABEL = "volsched.io/locality"
 LEGACY_LOCALITY_LABEL = "storageos.com/locality"
 REASON_NOT_STORAGE_NODE = "node(s) were not ready storage nodes"
