@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
+from volsched.cache.objects.storage import READ_WRITE_ONCE_POD
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 
@@ -28,7 +29,6 @@ REASON_READ_WRITE_ONCE_POD = (
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode"
     " already in-use by another pod"
 )
-READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 _DISK_REJECTED = unschedulable(REASON_DISK_CONFLICT)
 _READ_WRITE_ONCE_POD_REJECTED = unschedulable(REASON_READ_WRITE_ONCE_POD)
 
