@@ -22,6 +22,7 @@ from volsched.cache.objects.core import (
 )
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
+from volsched.scheduling.volumes.claims import claim_not_found
 
 NAME = "VolumeZone"
 REASON_CONFLICT = "node(s) had no available volume zone"
@@ -54,7 +55,7 @@ class VolumeZone:
         for claim_name in pod.claim_names():
             claim = self.cluster.pvcs.get_api(f"{pod.namespace}/{claim_name}")
             if claim is None:
-                return None, unresolvable(f'persistentvolumeclaim "{claim_name}" not found')
+                return None, unresolvable(claim_not_found(claim_name))
             if not claim.volume_name:
                 if not claim.class_name:
                     return None, unresolvable(

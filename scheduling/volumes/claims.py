@@ -21,6 +21,11 @@ class ClaimProblem(Exception):
     """A claim makes the pod unschedulable before any node is looked at."""
 
 
+def claim_not_found(name: str) -> str:
+    """The API server's NotFound message for a claim, which upstream's plugins show as is."""
+    return f'persistentvolumeclaim "{name}" not found'
+
+
 @dataclass(slots=True)
 class PodVolumeClaims:
     bound: list[PersistentVolumeClaim] = field(default_factory=list)
@@ -50,7 +55,7 @@ def check_pod_claims(cluster: ClusterCache, pod: Pod) -> bool:
                     "waiting for ephemeral volume controller to create the "
                     f'persistentvolumeclaim "{volume.claim_name}"'
                 )
-            raise ClaimProblem(f'persistentvolumeclaim "{volume.claim_name}" not found')
+            raise ClaimProblem(claim_not_found(volume.claim_name))
         if claim.phase == "Lost":
             raise ClaimProblem(
                 f'persistentvolumeclaim "{claim.name}" bound to non-existent '
