@@ -31,6 +31,8 @@ from volsched.cache.objects.replicated import (
     DATA_LOCALITIES,
     DATA_LOCALITY_DISABLED,
     DATA_LOCALITY_STRICT_LOCAL,
+    ROBUSTNESS_HEALTHY,
+    ROBUSTNESS_UNKNOWN,
     ROBUSTNESS_VALUES,
     DiskStatus,
     Replica,
@@ -233,9 +235,9 @@ def parse_longhorn_volume(raw: Raw) -> Volume:
     if locality == DATA_LOCALITY_STRICT_LOCAL and replicas != 1:
         raise spec.fail("dataLocality", f"strict-local needs numberOfReplicas 1, not {replicas}")
     state = status.str("state")
-    robustness = _choice(status, "robustness", ROBUSTNESS_VALUES, "unknown")
-    if state == VOLUME_DETACHED and robustness == "unknown":
-        robustness = "healthy"
+    robustness = _choice(status, "robustness", ROBUSTNESS_VALUES, ROBUSTNESS_UNKNOWN)
+    if state == VOLUME_DETACHED and robustness == ROBUSTNESS_UNKNOWN:
+        robustness = ROBUSTNESS_HEALTHY
 
     def override(key: str) -> str:
         return _choice(spec, key, ANTI_AFFINITY_OVERRIDES, ANTI_AFFINITY_IGNORED)
