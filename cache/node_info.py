@@ -9,18 +9,28 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
-from volsched.cache.objects.core import CPU, MEMORY, HostPort, Node, Pod
+from volsched.cache.objects.core import (
+    CPU,
+    LABEL_FAILURE_DOMAIN_BETA_REGION,
+    LABEL_FAILURE_DOMAIN_BETA_ZONE,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+    MEMORY,
+    HostPort,
+    Node,
+    Pod,
+)
 
 if TYPE_CHECKING:
     from volsched.cache.pod_index import PodIndex
 
-ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+ZONE_LABELS = (LABEL_TOPOLOGY_ZONE, LABEL_FAILURE_DOMAIN_BETA_ZONE)
 # What ``NodeInfo.memo.get(key, UNKNOWN)`` returns for nothing remembered (None is a
 # verdict: "fits").
 UNKNOWN: Any = object()
 # Distinct pod shapes remembered per node between two changes of the node.
 MEMO_LIMIT = 8
-REGION_LABELS = ("topology.kubernetes.io/region", "failure-domain.beta.kubernetes.io/region")
+REGION_LABELS = (LABEL_TOPOLOGY_REGION, LABEL_FAILURE_DOMAIN_BETA_REGION)
 
 
 def zone_key(labels: dict[str, str]) -> str:

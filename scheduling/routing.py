@@ -20,19 +20,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.cache.objects.replicated import CSI_DRIVER as REPLICATED_DRIVER
+from volsched.scheduling.scheduler_config import DEFAULT_SCHEDULER_NAME
 
-DEFAULT_SCHEDULER = "default-scheduler"
 OPT_OUT_LABEL = "volsched.io/scheduler-routing"
 OPT_OUT_VALUE = "disabled"
 
 
 @dataclass(frozen=True, slots=True)
 class RoutingRules:
-    scheduler_name: str = "volsched"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
     storage_classes: frozenset[str] = frozenset()
-    provisioners: frozenset[str] = field(
-        default_factory=lambda: frozenset({"replicated.volsched.io"})
-    )
+    provisioners: frozenset[str] = field(default_factory=lambda: frozenset({REPLICATED_DRIVER}))
 
 
 @dataclass(frozen=True, slots=True)

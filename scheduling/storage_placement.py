@@ -22,7 +22,12 @@ from typing import Any
 from volsched.cache.cluster import AssumedReplica, ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.longhorn import is_longhorn
-from volsched.cache.objects.replicated import DATA_LOCALITIES, DATA_LOCALITY_STRICT_LOCAL, Volume
+from volsched.cache.objects.replicated import (
+    CSI_DRIVER,
+    DATA_LOCALITIES,
+    DATA_LOCALITY_STRICT_LOCAL,
+    Volume,
+)
 from volsched.cache.objects.storage import PersistentVolumeClaim, StorageClass
 from volsched.scheduling.replicas import (
     ReplicaCluster,
@@ -34,7 +39,7 @@ from volsched.scheduling.replicas import (
 )
 from volsched.scheduling.volumes.provisioning import ProvisionError
 
-REPLICATED_PROVISIONER = "replicated.volsched.io"
+REPLICATED_PROVISIONER = CSI_DRIVER
 
 
 def placement_json(placement: VolumePlacement) -> dict[str, Any]:

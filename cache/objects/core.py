@@ -31,7 +31,21 @@ PODS = "pods"
 DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
-TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+TAINT_EFFECT_NO_SCHEDULE = "NoSchedule"
+TAINT_EFFECT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
+TAINT_EFFECT_NO_EXECUTE = "NoExecute"
+TAINT_EFFECTS = (TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_PREFER_NO_SCHEDULE, TAINT_EFFECT_NO_EXECUTE)
+
+# kube-scheduler's name (v1.DefaultSchedulerName): the scheduler of a pod that names none.
+DEFAULT_SCHEDULER = "default-scheduler"
+
+# Kubernetes' well-known node labels (k8s.io/api/core/v1 well_known_labels.go); the beta
+# failure-domain keys are still read where upstream still reads them.
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+LABEL_TOPOLOGY_REGION = "topology.kubernetes.io/region"
+LABEL_FAILURE_DOMAIN_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+LABEL_FAILURE_DOMAIN_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
 
 
 def resource_amount(name: str, quantity: Fraction) -> int:
@@ -106,7 +120,7 @@ class PodVolume:
 @dataclass(frozen=True, slots=True)
 class Pod(NamespacedView):
     meta: ObjectMeta
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER
     node_name: str = ""
     priority: int | None = None
     priority_class_name: str = ""
@@ -357,7 +371,7 @@ def parse_pod(raw: Raw) -> Pod:
     labels = meta.labels
     return Pod(
         meta=meta,
-        scheduler_name=spec.str("schedulerName", "default-scheduler") or "default-scheduler",
+        scheduler_name=spec.str("schedulerName", DEFAULT_SCHEDULER) or DEFAULT_SCHEDULER,
         node_name=spec.str("nodeName"),
         priority=spec.opt_int("priority"),
         priority_class_name=spec.str("priorityClassName"),

@@ -31,6 +31,8 @@ from volsched.cache.objects.replicated import (
     DATA_LOCALITIES,
     DATA_LOCALITY_DISABLED,
     DATA_LOCALITY_STRICT_LOCAL,
+    ROBUSTNESS_HEALTHY,
+    ROBUSTNESS_UNKNOWN,
     ROBUSTNESS_VALUES,
     DiskStatus,
     Replica,
@@ -48,20 +50,33 @@ REPLICA_DATA_STATES = ("running", "stopped", "starting", "stopping")
 VOLUME_DETACHED = "detached"
 
 
+# The names of the Longhorn Settings volsched reads (longhorn-manager's SettingName*).
+SETTING_REPLICA_SOFT_ANTI_AFFINITY = "replica-soft-anti-affinity"
+SETTING_REPLICA_ZONE_SOFT_ANTI_AFFINITY = "replica-zone-soft-anti-affinity"
+SETTING_REPLICA_DISK_SOFT_ANTI_AFFINITY = "replica-disk-soft-anti-affinity"
+SETTING_ALLOW_EMPTY_NODE_SELECTOR_VOLUME = "allow-empty-node-selector-volume"
+SETTING_ALLOW_EMPTY_DISK_SELECTOR_VOLUME = "allow-empty-disk-selector-volume"
+SETTING_DISABLE_SCHEDULING_ON_CORDONED_NODE = "disable-scheduling-on-cordoned-node"
+SETTING_STORAGE_MINIMAL_AVAILABLE_PERCENTAGE = "storage-minimal-available-percentage"
+SETTING_STORAGE_OVER_PROVISIONING_PERCENTAGE = "storage-over-provisioning-percentage"
+SETTING_REPLICA_REPLENISHMENT_WAIT_INTERVAL = "replica-replenishment-wait-interval"
+SETTING_DEFAULT_REPLICA_COUNT = "default-replica-count"
+SETTING_DEFAULT_DATA_LOCALITY = "default-data-locality"
+
 # The Settings volsched reads, by the type Longhorn gives their values; Longhorn's webhook
 # refuses other values, so a snapshot holding one is refused here the same way.
 SETTING_TYPES = {
-    "replica-soft-anti-affinity": "bool",
-    "replica-zone-soft-anti-affinity": "bool",
-    "replica-disk-soft-anti-affinity": "bool",
-    "allow-empty-node-selector-volume": "bool",
-    "allow-empty-disk-selector-volume": "bool",
-    "disable-scheduling-on-cordoned-node": "bool",
-    "storage-minimal-available-percentage": "int",
-    "storage-over-provisioning-percentage": "int",
-    "replica-replenishment-wait-interval": "int",
-    "default-replica-count": "int",
-    "default-data-locality": "locality",
+    SETTING_REPLICA_SOFT_ANTI_AFFINITY: "bool",
+    SETTING_REPLICA_ZONE_SOFT_ANTI_AFFINITY: "bool",
+    SETTING_REPLICA_DISK_SOFT_ANTI_AFFINITY: "bool",
+    SETTING_ALLOW_EMPTY_NODE_SELECTOR_VOLUME: "bool",
+    SETTING_ALLOW_EMPTY_DISK_SELECTOR_VOLUME: "bool",
+    SETTING_DISABLE_SCHEDULING_ON_CORDONED_NODE: "bool",
+    SETTING_STORAGE_MINIMAL_AVAILABLE_PERCENTAGE: "int",
+    SETTING_STORAGE_OVER_PROVISIONING_PERCENTAGE: "int",
+    SETTING_REPLICA_REPLENISHMENT_WAIT_INTERVAL: "int",
+    SETTING_DEFAULT_REPLICA_COUNT: "int",
+    SETTING_DEFAULT_DATA_LOCALITY: "locality",
 }
 
 
@@ -220,9 +235,9 @@ def parse_longhorn_volume(raw: Raw) -> Volume:
     if locality == DATA_LOCALITY_STRICT_LOCAL and replicas != 1:
         raise spec.fail("dataLocality", f"strict-local needs numberOfReplicas 1, not {replicas}")
     state = status.str("state")
-    robustness = _choice(status, "robustness", ROBUSTNESS_VALUES, "unknown")
-    if state == VOLUME_DETACHED and robustness == "unknown":
-        robustness = "healthy"
+    robustness = _choice(status, "robustness", ROBUSTNESS_VALUES, ROBUSTNESS_UNKNOWN)
+    if state == VOLUME_DETACHED and robustness == ROBUSTNESS_UNKNOWN:
+        robustness = ROBUSTNESS_HEALTHY
 
     def override(key: str) -> str:
         return _choice(spec, key, ANTI_AFFINITY_OVERRIDES, ANTI_AFFINITY_IGNORED)

@@ -20,6 +20,8 @@ from volsched.cache.objects.meta import ObjectMeta, parse_meta
 from volsched.cache.quantity import ceil_value
 
 API_VERSION = "volsched.io/v1alpha1"
+# The provisioner of the replicated volumes' StorageClasses, and the CSI driver of their PVs.
+CSI_DRIVER = "replicated.volsched.io"
 
 DATA_LOCALITY_DISABLED = "disabled"
 DATA_LOCALITY_BEST_EFFORT = "best-effort"
@@ -32,7 +34,16 @@ ANTI_AFFINITY_ENABLED = "enabled"
 ANTI_AFFINITY_DISABLED = "disabled"
 ANTI_AFFINITY_OVERRIDES = (ANTI_AFFINITY_IGNORED, ANTI_AFFINITY_ENABLED, ANTI_AFFINITY_DISABLED)
 
-ROBUSTNESS_VALUES = ("healthy", "degraded", "faulted", "unknown")
+ROBUSTNESS_HEALTHY = "healthy"
+ROBUSTNESS_DEGRADED = "degraded"
+ROBUSTNESS_FAULTED = "faulted"
+ROBUSTNESS_UNKNOWN = "unknown"
+ROBUSTNESS_VALUES = (
+    ROBUSTNESS_HEALTHY,
+    ROBUSTNESS_DEGRADED,
+    ROBUSTNESS_FAULTED,
+    ROBUSTNESS_UNKNOWN,
+)
 
 # longhorn-manager stops reusing a failed replica after this many rebuild attempts.
 FAILED_REPLICA_MAX_RETRY_COUNT = 5
@@ -100,7 +111,7 @@ class Volume:
     replica_node_level_soft_anti_affinity: str = ANTI_AFFINITY_IGNORED
     replica_zone_level_soft_anti_affinity: str = ANTI_AFFINITY_IGNORED
     replica_disk_level_soft_anti_affinity: str = ANTI_AFFINITY_IGNORED
-    robustness: str = "unknown"
+    robustness: str = ROBUSTNESS_UNKNOWN
     actual_size: int = 0
     last_degraded_at: float | None = None
 
@@ -268,7 +279,7 @@ def parse_volume(raw: Raw) -> Volume:
         replica_disk_level_soft_anti_affinity=_choice(
             spec, "replicaDiskLevelSoftAntiAffinity", ANTI_AFFINITY_OVERRIDES, "ignored"
         ),
-        robustness=_choice(status, "robustness", ROBUSTNESS_VALUES, "unknown"),
+        robustness=_choice(status, "robustness", ROBUSTNESS_VALUES, ROBUSTNESS_UNKNOWN),
         actual_size=_size(status, "actualSize"),
         last_degraded_at=_time(status, "lastDegradedAt"),
     )

@@ -29,7 +29,8 @@ ANN_DEFAULT_CLASS = "storageclass.kubernetes.io/is-default-class"
 ANN_BETA_DEFAULT_CLASS = "storageclass.beta.kubernetes.io/is-default-class"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 
-ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod")
+READ_WRITE_ONCE_POD = "ReadWriteOncePod"
+ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", READ_WRITE_ONCE_POD)
 VOLUME_MODES = ("Filesystem", "Block")
 BINDING_MODES = ("Immediate", "WaitForFirstConsumer")
 

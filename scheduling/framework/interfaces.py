@@ -14,6 +14,10 @@ from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import Status
 
+# The highest score a node can get from one priority after normalization (kube-scheduler's
+# framework.MaxNodeScore); a priority's weight multiplies it.
+MAX_NODE_SCORE = 100
+
 
 class Plugin(Protocol):
     name: str
@@ -47,7 +51,7 @@ class ScorePlugin(Protocol):
     name: str
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
-        """A raw score; ``normalize`` (if any) brings the scores to 0..100."""
+        """A raw score; ``normalize`` (if any) brings the scores to 0..MAX_NODE_SCORE."""
 
 
 @runtime_checkable

@@ -26,7 +26,6 @@ from volsched.scheduling.preemption.nominated import NominatedPods, with_nominat
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-MAX_NODE_SCORE = 100
 
 
 @dataclass(slots=True)

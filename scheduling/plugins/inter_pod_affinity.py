@@ -35,9 +35,9 @@ from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.pod_constraints import AffinityTerm, PodAffinity, WeightedAffinityTerm
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 
-MAX_NODE_SCORE = 100
 DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"

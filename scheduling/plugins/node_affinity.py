@@ -19,10 +19,10 @@ from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.selectors import NodeSelector, PreferredTerm
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 from volsched.scheduling.plugins.normalize import default_normalize
 
-MAX_NODE_SCORE = 100
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_CONFLICT = "pod affinity terms conflict"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

@@ -11,9 +11,9 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import Status, unresolvable
 
-MAX_NODE_SCORE = 100
 REASON_PREFIX = "node(s) didn't have the requested labels"
 
 

@@ -18,9 +18,9 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import UNKNOWN, NodeInfo
 from volsched.cache.objects.core import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 
-MAX_NODE_SCORE = 100
 REASON_TOO_MANY_PODS = "Too many pods"
 
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

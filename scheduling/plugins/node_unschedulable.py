@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod, Taint
+from volsched.cache.objects.core import TAINT_EFFECT_NO_SCHEDULE, Pod, Taint
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import Status, unresolvable
 
 REASON = "node(s) were unschedulable"
-UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", TAINT_EFFECT_NO_SCHEDULE)
 _REJECTED = unresolvable(REASON)
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod
+from volsched.cache.objects.core import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, Pod
 from volsched.cache.objects.pod_constraints import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -35,14 +35,12 @@ from volsched.cache.objects.pod_constraints import (
 )
 from volsched.cache.objects.selectors import LabelSelector
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 from volsched.scheduling.plugins.node_affinity import matches_required_node_affinity
 from volsched.scheduling.plugins.selector_spread import default_selector
 from volsched.scheduling.plugins.taint_toleration import untolerated_hard_taint
 
-MAX_NODE_SCORE = 100
-HOSTNAME = "kubernetes.io/hostname"
-ZONE = "topology.kubernetes.io/zone"
 REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
 REASON_MISSING_LABEL = f"{REASON_CONSTRAINTS} (missing required label)"
 SYSTEM = "System"
@@ -63,8 +61,8 @@ class DefaultConstraint:
 
 
 SYSTEM_DEFAULT_CONSTRAINTS = (
-    DefaultConstraint(3, HOSTNAME),
-    DefaultConstraint(5, ZONE),
+    DefaultConstraint(3, LABEL_HOSTNAME),
+    DefaultConstraint(5, LABEL_TOPOLOGY_ZONE),
 )
 
 
@@ -302,13 +300,13 @@ class PodTopologySpread:
                 ignored.add(info.name)
                 continue
             for index, constraint in enumerate(constraints):
-                if constraint.topology_key == HOSTNAME:
+                if constraint.topology_key == LABEL_HOSTNAME:
                     continue
                 domain_counts[index].setdefault(labels.get(constraint.topology_key, ""), 0)
         weights = []
         for index, constraint in enumerate(constraints):
             size = len(domain_counts[index])
-            if constraint.topology_key == HOSTNAME:
+            if constraint.topology_key == LABEL_HOSTNAME:
                 size = len(nodes) - len(ignored)
             weights.append(math.log(size + 2))
         namespace = pod.namespace
@@ -317,7 +315,7 @@ class PodTopologySpread:
             if require_all and not _has_keys(labels, constraints):
                 continue
             for index, constraint in enumerate(constraints):
-                if constraint.topology_key == HOSTNAME or not _admits(constraint, pod, info):
+                if constraint.topology_key == LABEL_HOSTNAME or not _admits(constraint, pod, info):
                     continue
                 domains = domain_counts[index]
                 value = labels.get(constraint.topology_key, "")
@@ -336,7 +334,7 @@ class PodTopologySpread:
             value = labels.get(constraint.topology_key)
             if value is None:
                 continue
-            if constraint.topology_key == HOSTNAME:
+            if constraint.topology_key == LABEL_HOSTNAME:
                 count = _count(node, constraint, pod.namespace)
             else:
                 count = score_state.domain_counts[index].get(value, 0)

@@ -21,11 +21,11 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import CPU, MEMORY, Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status
 from volsched.scheduling.plugins.node_resources import is_scalar_resource
 from volsched.scheduling.volumes.scoring import (
     DEFAULT_SHAPE,
-    MAX_NODE_SCORE,
     ShapePoint,
     class_score,
     round_half_away,

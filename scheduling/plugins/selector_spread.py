@@ -16,9 +16,9 @@ from volsched.cache.objects.core import Pod
 from volsched.cache.objects.selectors import LabelSelector, Requirement, selector_matches_map
 from volsched.cache.objects.workloads import Service
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status
 
-MAX_NODE_SCORE = 100
 # Upstream's weighting: 2/3 to spreading over zones, 1/3 to spreading over nodes.
 ZONE_WEIGHTING = 2.0 / 3.0
 _SPREAD_OWNER_KINDS = ("ReplicaSet", "StatefulSet")

@@ -15,10 +15,10 @@ from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.selectors import selector_matches_map
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status, unschedulable
 from volsched.scheduling.plugins.selector_spread import pod_services
 
-MAX_NODE_SCORE = 100
 REASON = "node(s) didn't match service affinity"
 
 

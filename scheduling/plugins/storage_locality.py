@@ -29,13 +29,17 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.longhorn import CSI_DRIVER as LONGHORN_DRIVER
-from volsched.cache.objects.replicated import DATA_LOCALITY_STRICT_LOCAL, StorageNode
+from volsched.cache.objects.replicated import CSI_DRIVER as REPLICATED_DRIVER
+from volsched.cache.objects.replicated import (
+    DATA_LOCALITY_STRICT_LOCAL,
+    ROBUSTNESS_HEALTHY,
+    StorageNode,
+)
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 from volsched.scheduling.volumes.scoring import round_half_away
 
-REPLICATED_PROVISIONER = "replicated.volsched.io"
-STORAGE_DRIVERS = (REPLICATED_PROVISIONER, LONGHORN_DRIVER)
+STORAGE_DRIVERS = (REPLICATED_DRIVER, LONGHORN_DRIVER)
 LOCALITY_LABEL = "volsched.io/locality"
 LEGACY_LOCALITY_LABEL = "storageos.com/locality"
 REASON_NOT_STORAGE_NODE = "node(s) were not ready storage nodes"
@@ -109,7 +113,7 @@ def pod_storage(cluster: ClusterCache, pod: Pod) -> _PodStorage | None:
 def _copies(cluster: ClusterCache, volume_name: str) -> _VolumeCopies:
     copies = _VolumeCopies(volume_name)
     volume = cluster.custom.get("Volume", {}).get(volume_name)
-    healthy = volume is not None and volume.robustness == "healthy"
+    healthy = volume is not None and volume.robustness == ROBUSTNESS_HEALTHY
     points = copies.points_by_node
     for replica in cluster.replicas_by_volume.get(volume_name, {}).values():
         if not replica.node_id or replica.meta.deletion_timestamp is not None:

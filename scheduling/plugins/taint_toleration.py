@@ -14,14 +14,20 @@ from __future__ import annotations
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod, Taint, Toleration
+from volsched.cache.objects.core import (
+    TAINT_EFFECT_NO_EXECUTE,
+    TAINT_EFFECT_NO_SCHEDULE,
+    TAINT_EFFECT_PREFER_NO_SCHEDULE,
+    Pod,
+    Taint,
+    Toleration,
+)
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status, unresolvable
 from volsched.scheduling.plugins.normalize import default_normalize
 
-MAX_NODE_SCORE = 100
-_HARD_EFFECTS = ("NoSchedule", "NoExecute")
-PREFER_NO_SCHEDULE = "PreferNoSchedule"
+_HARD_EFFECTS = (TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_NO_EXECUTE)
 
 
 def untolerated_reason(key: str, value: str) -> str:
@@ -56,7 +62,9 @@ class TaintToleration:
     @staticmethod
     def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:
         # An empty effect tolerates every effect, PreferNoSchedule included.
-        return tuple(t for t in pod.tolerations if t.effect in ("", PREFER_NO_SCHEDULE))
+        return tuple(
+            t for t in pod.tolerations if t.effect in ("", TAINT_EFFECT_PREFER_NO_SCHEDULE)
+        )
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         state.write(self._score_key, self._prefer_no_schedule_tolerations(pod))
@@ -77,7 +85,7 @@ class TaintToleration:
     def _intolerable(node: NodeInfo, tolerations: tuple[Toleration, ...]) -> int:
         count = 0
         for taint in node.node.taints:
-            if taint.effect != PREFER_NO_SCHEDULE:
+            if taint.effect != TAINT_EFFECT_PREFER_NO_SCHEDULE:
                 continue
             if not any(toleration.tolerates(taint) for toleration in tolerations):
                 count += 1

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
+from volsched.cache.objects.storage import READ_WRITE_ONCE_POD
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.scheduling.volumes.claims import claim_not_found
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 # Current kube-scheduler's wording (older releases: "node has pod using
@@ -28,7 +30,6 @@ REASON_READ_WRITE_ONCE_POD = (
     "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode"
     " already in-use by another pod"
 )
-READ_WRITE_ONCE_POD = "ReadWriteOncePod"
 _DISK_REJECTED = unschedulable(REASON_DISK_CONFLICT)
 _READ_WRITE_ONCE_POD_REJECTED = unschedulable(REASON_READ_WRITE_ONCE_POD)
 
@@ -107,9 +108,7 @@ class VolumeRestrictions:
                 # Upstream reads only persistentVolumeClaim volumes here, not ephemeral ones.
                 claim = self.cluster.pvcs.get_api(f"{pod.namespace}/{volume.claim_name}")
                 if claim is None:
-                    return None, unresolvable(
-                        f'persistentvolumeclaim "{volume.claim_name}" not found'
-                    )
+                    return None, unresolvable(claim_not_found(volume.claim_name))
                 if READ_WRITE_ONCE_POD in claim.access_modes:
                     exclusive_claims.add(volume.claim_name)
         in_use = self._claims_in_use(pod.namespace, exclusive_claims) if exclusive_claims else 0

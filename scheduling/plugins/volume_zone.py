@@ -13,21 +13,28 @@ from dataclasses import dataclass
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod
+from volsched.cache.objects.core import (
+    LABEL_FAILURE_DOMAIN_BETA_REGION,
+    LABEL_FAILURE_DOMAIN_BETA_ZONE,
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+    Pod,
+)
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
+from volsched.scheduling.volumes.claims import claim_not_found
 
 NAME = "VolumeZone"
 REASON_CONFLICT = "node(s) had no available volume zone"
 TOPOLOGY_LABELS = (
-    "failure-domain.beta.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
+    LABEL_FAILURE_DOMAIN_BETA_ZONE,
+    LABEL_FAILURE_DOMAIN_BETA_REGION,
+    LABEL_TOPOLOGY_ZONE,
+    LABEL_TOPOLOGY_REGION,
 )
 _GA_LABEL = {
-    "failure-domain.beta.kubernetes.io/zone": "topology.kubernetes.io/zone",
-    "failure-domain.beta.kubernetes.io/region": "topology.kubernetes.io/region",
+    LABEL_FAILURE_DOMAIN_BETA_ZONE: LABEL_TOPOLOGY_ZONE,
+    LABEL_FAILURE_DOMAIN_BETA_REGION: LABEL_TOPOLOGY_REGION,
 }
 
 
@@ -48,7 +55,7 @@ class VolumeZone:
         for claim_name in pod.claim_names():
             claim = self.cluster.pvcs.get_api(f"{pod.namespace}/{claim_name}")
             if claim is None:
-                return None, unresolvable(f'persistentvolumeclaim "{claim_name}" not found')
+                return None, unresolvable(claim_not_found(claim_name))
             if not claim.volume_name:
                 if not claim.class_name:
                     return None, unresolvable(

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from volsched.cache.objects.replicated import Replica, Volume
+from volsched.cache.objects.replicated import ROBUSTNESS_DEGRADED, Replica, Volume
 from volsched.scheduling.replicas.cluster import ReplicaCluster
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 
@@ -42,7 +42,7 @@ def replenishment_wait_over(
     a degraded volume that recorded no such time has nothing to wait from, so its failed
     replicas are replaced at once, as longhorn-manager does when it cannot read that time.
     """
-    if volume is not None and volume.robustness != "degraded":
+    if volume is not None and volume.robustness != ROBUSTNESS_DEGRADED:
         return False
     if volume is None or volume.last_degraded_at is None:
         return True

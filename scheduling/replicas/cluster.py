@@ -12,11 +12,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from volsched.cache.objects.core import Node
+from volsched.cache.objects.core import LABEL_TOPOLOGY_ZONE, Node
 from volsched.cache.objects.replicated import Replica, StorageNode
-
-ZONE_LABEL = "topology.kubernetes.io/zone"
-REGION_LABEL = "topology.kubernetes.io/region"
 
 _T = TypeVar("_T")
 _MEMO_SIZE = 8
@@ -142,7 +139,9 @@ class ReplicaCluster:
     ) -> None:
         kube = {node.name: node for node in nodes}
         # Nodes without the zone label share one empty zone.
-        self._zones = {name: node.labels.get(ZONE_LABEL, "") for name, node in kube.items()}
+        self._zones = {
+            name: node.labels.get(LABEL_TOPOLOGY_ZONE, "") for name, node in kube.items()
+        }
         infos = []
         for storage in sorted(storage_nodes, key=lambda s: s.name):
             node = kube.get(storage.name)

@@ -12,21 +12,34 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from volsched.cache.objects.longhorn import setting_value
+from volsched.cache.objects.longhorn import (
+    SETTING_ALLOW_EMPTY_DISK_SELECTOR_VOLUME,
+    SETTING_ALLOW_EMPTY_NODE_SELECTOR_VOLUME,
+    SETTING_DEFAULT_DATA_LOCALITY,
+    SETTING_DEFAULT_REPLICA_COUNT,
+    SETTING_DISABLE_SCHEDULING_ON_CORDONED_NODE,
+    SETTING_REPLICA_DISK_SOFT_ANTI_AFFINITY,
+    SETTING_REPLICA_REPLENISHMENT_WAIT_INTERVAL,
+    SETTING_REPLICA_SOFT_ANTI_AFFINITY,
+    SETTING_REPLICA_ZONE_SOFT_ANTI_AFFINITY,
+    SETTING_STORAGE_MINIMAL_AVAILABLE_PERCENTAGE,
+    SETTING_STORAGE_OVER_PROVISIONING_PERCENTAGE,
+    setting_value,
+)
 from volsched.cache.objects.replicated import DATA_LOCALITY_DISABLED
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 
 # Longhorn's setting name → the attribute of ReplicaSchedulingSettings it sets.
 _ATTRIBUTES = {
-    "replica-soft-anti-affinity": "replica_node_level_soft_anti_affinity",
-    "replica-zone-soft-anti-affinity": "replica_zone_level_soft_anti_affinity",
-    "replica-disk-soft-anti-affinity": "replica_disk_level_soft_anti_affinity",
-    "allow-empty-node-selector-volume": "allow_empty_node_selector_volume",
-    "allow-empty-disk-selector-volume": "allow_empty_disk_selector_volume",
-    "disable-scheduling-on-cordoned-node": "disable_scheduling_on_cordoned_node",
-    "storage-minimal-available-percentage": "storage_minimal_available_percentage",
-    "storage-over-provisioning-percentage": "storage_over_provisioning_percentage",
-    "replica-replenishment-wait-interval": "replica_replenishment_wait_interval_seconds",
+    SETTING_REPLICA_SOFT_ANTI_AFFINITY: "replica_node_level_soft_anti_affinity",
+    SETTING_REPLICA_ZONE_SOFT_ANTI_AFFINITY: "replica_zone_level_soft_anti_affinity",
+    SETTING_REPLICA_DISK_SOFT_ANTI_AFFINITY: "replica_disk_level_soft_anti_affinity",
+    SETTING_ALLOW_EMPTY_NODE_SELECTOR_VOLUME: "allow_empty_node_selector_volume",
+    SETTING_ALLOW_EMPTY_DISK_SELECTOR_VOLUME: "allow_empty_disk_selector_volume",
+    SETTING_DISABLE_SCHEDULING_ON_CORDONED_NODE: "disable_scheduling_on_cordoned_node",
+    SETTING_STORAGE_MINIMAL_AVAILABLE_PERCENTAGE: "storage_minimal_available_percentage",
+    SETTING_STORAGE_OVER_PROVISIONING_PERCENTAGE: "storage_over_provisioning_percentage",
+    SETTING_REPLICA_REPLENISHMENT_WAIT_INTERVAL: "replica_replenishment_wait_interval_seconds",
 }
 
 # Longhorn's defaults for a StorageClass parameter left out.
@@ -46,9 +59,9 @@ def settings_with_longhorn(
 
 
 def default_replica_count(values: Mapping[str, str]) -> int:
-    text = setting_value(values.get("default-replica-count", ""))
+    text = setting_value(values.get(SETTING_DEFAULT_REPLICA_COUNT, ""))
     return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_REPLICA_COUNT
 
 
 def default_data_locality(values: Mapping[str, str]) -> str:
-    return setting_value(values.get("default-data-locality", "")) or DATA_LOCALITY_DISABLED
+    return setting_value(values.get(SETTING_DEFAULT_DATA_LOCALITY, "")) or DATA_LOCALITY_DISABLED

@@ -12,15 +12,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.objects.core import Pod
+from volsched.cache.objects.core import LABEL_HOSTNAME, Pod
 from volsched.cache.objects.selectors import NodeSelector
 from volsched.cache.objects.storage import PersistentVolumeClaim
-
-HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 class ClaimProblem(Exception):
     """A claim makes the pod unschedulable before any node is looked at."""
+
+
+def claim_not_found(name: str) -> str:
+    """The API server's NotFound message for a claim, which upstream's plugins show as is."""
+    return f'persistentvolumeclaim "{name}" not found'
 
 
 @dataclass(slots=True)
@@ -52,7 +55,7 @@ def check_pod_claims(cluster: ClusterCache, pod: Pod) -> bool:
                     "waiting for ephemeral volume controller to create the "
                     f'persistentvolumeclaim "{volume.claim_name}"'
                 )
-            raise ClaimProblem(f'persistentvolumeclaim "{volume.claim_name}" not found')
+            raise ClaimProblem(claim_not_found(volume.claim_name))
         if claim.phase == "Lost":
             raise ClaimProblem(
                 f'persistentvolumeclaim "{claim.name}" bound to non-existent '
@@ -94,7 +97,7 @@ def classify_pod_claims(cluster: ClusterCache, pod: Pod) -> PodVolumeClaims:
 
 def _pinned_by_hostname(affinity: NodeSelector) -> bool:
     return any(
-        requirement.key == HOSTNAME_LABEL and requirement.operator == "In"
+        requirement.key == LABEL_HOSTNAME and requirement.operator == "In"
         for term in affinity.terms
         for requirement in term.match_expressions
     )

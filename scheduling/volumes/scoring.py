@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
+
 MAX_UTILIZATION = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10
-MAX_NODE_SCORE = 100
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -56,17 +57,23 @@ def test_every_key_is_read() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "value"),
+    ("key", "attribute", "value"),
     [
-        ("storageMinimalAvailablePercentage", 0),
-        ("storageMinimalAvailablePercentage", 100),
-        ("storageOverProvisioningPercentage", 0),
-        ("storageOverProvisioningPercentage", 1000),
-        ("replicaReplenishmentWaitIntervalSeconds", 86400),
+        ("storageMinimalAvailablePercentage", "storage_minimal_available_percentage", 0),
+        ("storageMinimalAvailablePercentage", "storage_minimal_available_percentage", 100),
+        ("storageOverProvisioningPercentage", "storage_over_provisioning_percentage", 0),
+        ("storageOverProvisioningPercentage", "storage_over_provisioning_percentage", 1000),
+        (
+            "replicaReplenishmentWaitIntervalSeconds",
+            "replica_replenishment_wait_interval_seconds",
+            86400,
+        ),
     ],
 )
-def test_bounds_are_inclusive(key: str, value: int) -> None:
-    settings_from_mapping({key: value}, "config.yaml")
+def test_bounds_are_inclusive(key: str, attribute: str, value: int) -> None:
+    settings = settings_from_mapping({key: value}, "config.yaml")
+    assert getattr(settings, attribute) == value
+    assert settings == dataclasses.replace(ReplicaSchedulingSettings(), **{attribute: value})
 
 
 @pytest.mark.parametrize(
