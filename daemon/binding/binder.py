@@ -30,6 +30,7 @@ from opentelemetry.trace import Status, StatusCode, Tracer
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError, Conflict, NotFound, StoreError
+from volsched.cache.objects.replicated import API_VERSION as REPLICA_API_VERSION
 from volsched.cache.objects.storage import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
@@ -57,8 +58,6 @@ from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 
 log = logging.getLogger("volsched.binding")
-
-REPLICA_API_VERSION = "volsched.io/v1alpha1"
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError
-from volsched.cache.objects.replicated import Replica, Volume
+from volsched.cache.objects.replicated import API_VERSION, Replica, Volume
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.replicas import replicas_to_fill, schedule_volume
@@ -25,7 +25,6 @@ from volsched.scheduling.replicas.results import VolumePlacement
 from volsched.scheduling.storage_placement import ReplicaContext
 
 log = logging.getLogger("volsched.replicas")
-API_VERSION = "volsched.io/v1alpha1"
 RESCAN_SECONDS = 30.0
 
 

@@ -20,6 +20,7 @@ import yaml
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.json_limits import JsonLimitError, check_depth
+from volsched.cache.objects.core import DEFAULT_SCHEDULER
 from volsched.daemon.config.overrides import address_problem, is_loopback
 from volsched.daemon.config.settings import (
     DEFAULT_DATABASE_PATH,
@@ -35,12 +36,13 @@ from volsched.daemon.config.settings import (
 )
 from volsched.scheduling.replicas.settings import settings_from_mapping
 from volsched.scheduling.scheduler_config import (
-    KIND as SCHEDULER_CONFIGURATION,
-)
-from volsched.scheduling.scheduler_config import (
+    DEFAULT_SCHEDULER_NAME,
     SchedulerConfiguration,
     is_scheduler_configuration,
     parse_scheduler_configuration,
+)
+from volsched.scheduling.scheduler_config import (
+    KIND as SCHEDULER_CONFIGURATION,
 )
 
 _KEYS = {
@@ -179,7 +181,7 @@ def settings_from_data(
         or None
     )
     extender = read.section("extender", {"pathPrefix", "localityPoints", "schedulerNames"})
-    served = extender.data.get("schedulerNames", ["default-scheduler"])
+    served = extender.data.get("schedulerNames", [DEFAULT_SCHEDULER])
     if not isinstance(served, list) or not all(isinstance(n, str) and n for n in served):
         raise extender.fail("schedulerNames", "must be a list of scheduler names")
     prefix = extender.string("pathPrefix", "/scheduler") or "/scheduler"
@@ -205,7 +207,7 @@ def settings_from_data(
         raise election.fail("enabled", "must be true or false")
     leader_election = LeaderElectionSettings(
         enabled=enabled,
-        lease_name=election.string("leaseName", "volsched") or "volsched",
+        lease_name=election.string("leaseName", DEFAULT_SCHEDULER_NAME) or DEFAULT_SCHEDULER_NAME,
         lease_namespace=election.string("leaseNamespace", "kube-system") or "kube-system",
         lease_duration_seconds=election.number("leaseDurationSeconds", 15, 1, 3600),
         renew_deadline_seconds=election.number("renewDeadlineSeconds", 10, 0.5, 3600),
@@ -230,7 +232,8 @@ def settings_from_data(
     if not isinstance(replica_data, Mapping):
         raise read.fail("replicaScheduling", "must be a mapping")
     return Settings(
-        scheduler_name=read.string("schedulerName", "volsched") or "volsched",
+        scheduler_name=read.string("schedulerName", DEFAULT_SCHEDULER_NAME)
+        or DEFAULT_SCHEDULER_NAME,
         kubeconfig=read.string("kubeconfig", None) or env.get("KUBECONFIG") or None,
         database=DatabaseSettings(database.string("path", default_db) or default_db),
         http=http_settings,

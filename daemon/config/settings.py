@@ -13,8 +13,11 @@ import uuid
 from dataclasses import dataclass, field
 
 from volsched.cache.errors import ConfigError
+from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.cache.objects.replicated import CSI_DRIVER
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 from volsched.scheduling.scheduler_config import (
+    DEFAULT_SCHEDULER_NAME,
     ProfileSpec,
 )
 
@@ -30,7 +33,7 @@ class LeaderElectionSettings:
     """kube-scheduler's ``leaderElection`` block, with its defaults."""
 
     enabled: bool = True
-    lease_name: str = "volsched"
+    lease_name: str = DEFAULT_SCHEDULER_NAME
     lease_namespace: str = "kube-system"
     lease_duration_seconds: float = 15.0
     renew_deadline_seconds: float = 10.0
@@ -106,7 +109,7 @@ class WebhookSettings:
     # Empty: the daemon's schedulerName.
     scheduler_name: str | None = None
     storage_classes: tuple[str, ...] = ()
-    provisioners: tuple[str, ...] = ("replicated.volsched.io",)
+    provisioners: tuple[str, ...] = (CSI_DRIVER,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +120,7 @@ class BackoffSettings:
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    scheduler_name: str = "volsched"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
     kubeconfig: str | None = None
     database: DatabaseSettings = field(default_factory=DatabaseSettings)
     http: HttpSettings = field(default_factory=HttpSettings)
@@ -136,5 +139,5 @@ class Settings:
     profiles: tuple[ProfileSpec, ...] = ()
     # Pods whose spec.schedulerName is one of these may be filtered and bound through the
     # extender verbs (the profiles of the kube-scheduler that calls volsched).
-    extender_scheduler_names: tuple[str, ...] = ("default-scheduler",)
+    extender_scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
     source: str = "(defaults)"

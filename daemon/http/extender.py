@@ -24,8 +24,9 @@ from aiohttp import web
 
 from volsched.cache.errors import ObjectError
 from volsched.cache.json_limits import JsonLimitError, loads_bounded
-from volsched.cache.objects.core import Pod, parse_pod
+from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.plugins.storage_locality import VolumeLocality, pod_storage
 from volsched.scheduling.preemption.nominated import clone_node
@@ -34,7 +35,6 @@ from volsched.scheduling.preemption.post_filter import active_filters, node_fits
 log = logging.getLogger("volsched.extender")
 
 MAX_EXTENDER_PRIORITY = 10
-MAX_NODE_SCORE = 100
 # Rejections by these plugins are about where the data is: preemption cannot fix them.
 VOLUME_PLUGINS = frozenset(
     {"VolumeBinding", "VolumeZone", "NodeVolumeLimits", "StorageNodeReady", "VolumeLocality"}
@@ -57,7 +57,7 @@ class ExtenderSettings:
     max_body_bytes: int = 16 * 1024 * 1024
     body_timeout_seconds: float = 10.0
     # Pods whose spec.schedulerName is one of these; any other pod is refused (403).
-    scheduler_names: frozenset[str] = frozenset({"default-scheduler"})
+    scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER})
 
 
 def field(body: Mapping[str, Any], name: str) -> Any:

@@ -77,7 +77,6 @@ SWITCH_INTERVAL_SECONDS = 0.0005
 log = logging.getLogger("volsched")
 
 
-
 @dataclass(slots=True)
 class DaemonOptions:
     watch: WatchSettings = field(default_factory=WatchSettings)
