@@ -1,5 +1,5 @@
-"""The codebase's own rules, run as tests: lint, types, and the layer contract of
-DESIGN.md (daemon → scheduling → cache; scheduling and cache never do I/O)."""
+"""The codebase's own rules, run as tests: lint, types, and the layer contract described
+in docs/architecture.md (daemon → scheduling → cache; scheduling and cache never do I/O)."""
 
 from __future__ import annotations
 

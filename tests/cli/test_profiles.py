@@ -193,10 +193,11 @@ def test_policy_and_profiles_together_are_refused(
     assert "a Policy file and a KubeSchedulerConfiguration's profiles cannot both be given" in err
 
 
-def test_the_readme_example_loads(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    start = readme.index("```yaml\ndatabase: {path: /var/lib/volsched/volsched.db}")
-    block = readme[start + len("```yaml\n") :]
+def test_the_documented_example_loads(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs" / "reference" / "kubeschedulerconfiguration.md").read_text()
+    start = page.index("```yaml\ndatabase: {path: /var/lib/volsched/volsched.db}")
+    block = page[start + len("```yaml\n") :]
     block = block[: block.index("```")]
     settings = load_settings(write(tmp_path, "config.yaml", block), environ={})
     assert [p.scheduler_name for p in settings.profiles] == ["volsched", "volsched-packing"]
