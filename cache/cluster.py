@@ -21,7 +21,6 @@ from volsched.cache.assumed import AssumeCache
 from volsched.cache.node_info import NodeInfo, zone_key
 from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.policy import PodDisruptionBudget
-from volsched.cache.objects.replicated import Replica
 from volsched.cache.objects.storage import (
     CSIDriver,
     CSINode,
@@ -33,6 +32,7 @@ from volsched.cache.objects.storage import (
 from volsched.cache.objects.workloads import Namespace, PriorityClass, Service, WorkloadSet
 from volsched.cache.pod_index import PodIndex
 from volsched.cache.pv_index import PersistentVolumeIndex
+from volsched.cache.storage_systems import STORAGE_KINDS, StorageObjects
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +77,11 @@ class ClusterCache:
         self.workload_sets: dict[tuple[str, str], WorkloadSet] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.disruption_budgets: dict[str, PodDisruptionBudget] = {}
+        # Kinds registered by name only (see ``cache.objects.registry.register``).
         self.custom: dict[str, dict[str, Any]] = defaultdict(dict)
-        self.replicas_by_volume: dict[str, dict[str, Replica]] = defaultdict(dict)
+        # volsched's and Longhorn's storage objects, each in the store of its owner.
+        self.storage = StorageObjects()
+        self.replicas_by_volume = self.storage.replicas_by_volume
         self.assumed_replicas: dict[str, list[AssumedReplica]] = defaultdict(list)
         self._node_order: list[NodeInfo] | None = None
         self.generation = 0
@@ -91,6 +94,10 @@ class ClusterCache:
     def upsert(self, kind: str, obj: Any) -> None:
         """Apply an add or update of one object from the API server (layer 1)."""
         self.generation += 1
+        if kind in STORAGE_KINDS:
+            self.storage_generation += 1
+            self.storage.upsert(kind, obj)
+            return
         handler = getattr(self, f"_upsert_{kind}", None)
         if handler is not None:
             handler(obj)
@@ -103,6 +110,10 @@ class ClusterCache:
     def delete(self, kind: str, key: str) -> None:
         """Apply a deletion from the API server."""
         self.generation += 1
+        if kind in STORAGE_KINDS:
+            self.storage_generation += 1
+            self.storage.delete(kind, key)
+            return
         handler = getattr(self, f"_delete_{kind}", None)
         if handler is not None:
             handler(key)
@@ -125,6 +136,8 @@ class ClusterCache:
         }
         if kind in stores:
             return stores[kind]
+        if kind in STORAGE_KINDS:
+            return self.storage.store(kind)
         return self.custom[kind]
 
     def get(self, kind: str, key: str) -> Any:
@@ -154,72 +167,9 @@ class ClusterCache:
             return (w for (k, _), w in self.workload_sets.items() if k == kind)
         return iter(self._simple_store(kind).values())
 
-    def _upsert_Replica(self, replica: Replica) -> None:
-        self.storage_generation += 1
-        old = self.custom["Replica"].get(replica.meta.name)
-        if old is not None and old.volume_name != replica.volume_name:
-            self.replicas_by_volume[old.volume_name].pop(old.meta.name, None)
-        self.custom["Replica"][replica.meta.name] = replica
-        self.replicas_by_volume[replica.volume_name][replica.meta.name] = replica
-
-    def _delete_Replica(self, name: str) -> None:
-        self.storage_generation += 1
-        old = self.custom["Replica"].pop(name, None)
-        if old is not None:
-            self.replicas_by_volume[old.volume_name].pop(name, None)
-
-    def _upsert_StorageNode(self, storage_node: Any) -> None:
-        self.storage_generation += 1
-        self.custom["StorageNode"][storage_node.meta.name] = storage_node
-
-    def _delete_StorageNode(self, name: str) -> None:
-        self.storage_generation += 1
-        self.custom["StorageNode"].pop(name, None)
-
-    # Longhorn's objects are namespaced (longhorn-system) and kept by key, so a relist can
-    # tell what vanished; the replica scheduler and locality see them by name, beside
-    # volsched's own, under the kinds they map onto.
-
-    def _upsert_LonghornNode(self, node: Any) -> None:
-        self.custom["LonghornNode"][node.meta.key] = node
-        self._upsert_StorageNode(node)
-
-    def _delete_LonghornNode(self, key: str) -> None:
-        old = self.custom["LonghornNode"].pop(key, None)
-        if old is not None:
-            self._delete_StorageNode(old.meta.name)
-
-    def _upsert_LonghornVolume(self, volume: Any) -> None:
-        self.storage_generation += 1
-        self.custom["LonghornVolume"][volume.meta.key] = volume
-        self.custom["Volume"][volume.meta.name] = volume
-
-    def _delete_LonghornVolume(self, key: str) -> None:
-        old = self.custom["LonghornVolume"].pop(key, None)
-        if old is not None:
-            self.storage_generation += 1
-            self.custom["Volume"].pop(old.meta.name, None)
-
-    def _upsert_LonghornReplica(self, replica: Replica) -> None:
-        self.custom["LonghornReplica"][replica.meta.key] = replica
-        self._upsert_Replica(replica)
-
-    def _delete_LonghornReplica(self, key: str) -> None:
-        old = self.custom["LonghornReplica"].pop(key, None)
-        if old is not None:
-            self._delete_Replica(old.meta.name)
-
-    def _upsert_LonghornSetting(self, setting: Any) -> None:
-        self.storage_generation += 1
-        self.custom["LonghornSetting"][setting.meta.key] = setting
-
-    def _delete_LonghornSetting(self, key: str) -> None:
-        self.storage_generation += 1
-        self.custom["LonghornSetting"].pop(key, None)
-
     def longhorn_settings(self) -> dict[str, str]:
         """Longhorn's Settings by name (``storage-over-provisioning-percentage`` → "100")."""
-        return {s.meta.name: s.value for s in self.custom.get("LonghornSetting", {}).values()}
+        return self.storage.longhorn_settings()
 
     def assume_replicas(self, placements: list[AssumedReplica]) -> None:
         for placement in placements:

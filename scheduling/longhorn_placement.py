@@ -56,7 +56,7 @@ class LonghornProvisioner:
 
     def _settle(self) -> None:
         """Hand back what Longhorn now counts: the held plans whose Volume exists."""
-        volumes = self.context.cluster.custom.get("Volume", {})
+        volumes = self.context.cluster.storage.volumes
         for name in [name for name in self._held if name in volumes]:
             plan, assumed = self._held.pop(name)
             self.context.release(plan.placement, assumed)

@@ -82,8 +82,8 @@ class ReplicaContext:
             cluster = self.cluster
             self._view = ReplicaCluster(
                 cluster.objects("Node"),
-                cluster.custom.get("StorageNode", {}).values(),
-                cluster.custom.get("Replica", {}).values(),
+                cluster.storage.storage_nodes.values(),
+                cluster.storage.replicas.values(),
             )
             self._view_generation = cluster.storage_generation
         return self._view
@@ -117,7 +117,7 @@ class ReplicaContext:
         the replica twice. Returns how many promises were settled.
         """
         settled = 0
-        storage_nodes = self.cluster.custom.get("StorageNode", {})
+        storage_nodes = self.cluster.storage.storage_nodes
         for key in list(self._promises):
             volume, node, disk = key
             storage = storage_nodes.get(node)
@@ -140,7 +140,7 @@ class ReplicaContext:
     def place_volumes(self) -> list[dict[str, Any]]:
         """Place the missing replicas of every existing Volume, in name order."""
         results = []
-        volumes: dict[str, Volume] = self.cluster.custom.get("Volume", {})
+        volumes: dict[str, Volume] = self.cluster.storage.volumes
         now = self.clock()
         for name in sorted(volumes):
             volume = volumes[name]

@@ -69,7 +69,8 @@ class ReplicaReconciler:
 
     async def reconcile_once(self) -> int:
         """One pass over the volumes in name order; returns the replicas written."""
-        volumes: dict[str, Volume] = self.cluster.custom.get("Volume", {})
+        # Only volsched's own volumes: Longhorn's replicas are longhorn-manager's to place.
+        volumes: dict[str, Volume] = self.cluster.storage.volsched.volumes
         written = 0
         now = self.clock()
         for name in sorted(volumes):

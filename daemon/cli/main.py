@@ -77,7 +77,7 @@ def _profiles(
         return (ProfileSpec(settings.scheduler_name, load_policy_file(path)),)
     if settings.profiles:
         return settings.profiles
-    storage = bool(cluster.custom.get("StorageNode"))
+    storage = bool(cluster.storage.storage_nodes)
     return (default_profile(with_storage=storage, scheduler_name=settings.scheduler_name),)
 
 

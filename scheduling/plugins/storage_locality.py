@@ -73,7 +73,7 @@ def locality_mode(pod: Pod) -> str:
 
 
 def storage_node_serves(cluster: ClusterCache, node: NodeInfo) -> bool:
-    storage: StorageNode | None = cluster.custom.get("StorageNode", {}).get(node.name)
+    storage: StorageNode | None = cluster.storage.storage_nodes.get(node.name)
     return (
         storage is not None
         and storage.ready
@@ -97,7 +97,7 @@ def pod_storage(cluster: ClusterCache, pod: Pod) -> _PodStorage | None:
         if pv is not None and pv.csi_driver in STORAGE_DRIVERS:
             uses_storage = True
             volumes.append(_copies(cluster, pv.csi_handle))
-            volume = cluster.custom.get("Volume", {}).get(pv.csi_handle)
+            volume = cluster.storage.volumes.get(pv.csi_handle)
             strict_local |= volume is not None and volume.data_locality == (
                 DATA_LOCALITY_STRICT_LOCAL
             )
@@ -112,7 +112,7 @@ def pod_storage(cluster: ClusterCache, pod: Pod) -> _PodStorage | None:
 
 def _copies(cluster: ClusterCache, volume_name: str) -> _VolumeCopies:
     copies = _VolumeCopies(volume_name)
-    volume = cluster.custom.get("Volume", {}).get(volume_name)
+    volume = cluster.storage.volumes.get(volume_name)
     healthy = volume is not None and volume.robustness == ROBUSTNESS_HEALTHY
     points = copies.points_by_node
     for replica in cluster.replicas_by_volume.get(volume_name, {}).values():

@@ -227,7 +227,9 @@ async def test_deleted_or_corrupt_database_is_rebuilt_from_a_relist(
     assert not second.sync.warm
     assert second.sync.opened.state == ("cold" if damage == "delete" else "rebuilt")
     if damage == "garbage":
-        assert second.sync.opened.moved_to is not None and os.path.exists(second.sync.opened.moved_to)
+        assert second.sync.opened.moved_to is not None and os.path.exists(
+            second.sync.opened.moved_to
+        )
     server.load([pod("p", ("c1",))])
     await eventually(lambda: cluster.node_of("p") == "node-1", what="scheduling after rebuild")
 

@@ -550,7 +550,7 @@ def test_promised_space_is_handed_back_once_the_storage_agent_counts_it() -> Non
     placement = VolumePlacement("vol-a", (DiskPlacement("n1", "d1"),), 0, ())
     context.scheduled.add("n1", "d1", 5 * GB)
     context.commit(placement, synced=True, size=5 * GB)
-    storage = cache.custom["StorageNode"]["n1"]
+    storage = cache.storage.storage_nodes["n1"]
 
     def bump(obj: Any, version: int) -> Any:
         return dataclasses.replace(

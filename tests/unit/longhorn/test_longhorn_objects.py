@@ -220,8 +220,8 @@ def test_a_snapshot_tells_longhorn_nodes_from_kubernetes_nodes(tmp_path: Path) -
     path.write_text(yaml.safe_dump_all(objects))
     cluster = load_snapshot([path])
     assert cluster.nodes["n1"].node.meta.name == "n1"
-    assert cluster.custom["StorageNode"]["n1"].ready
-    assert cluster.custom["Volume"]["v"].number_of_replicas == 1
+    assert cluster.storage.storage_nodes["n1"].ready
+    assert cluster.storage.volumes["v"].number_of_replicas == 1
     assert list(cluster.replicas_by_volume["v"]) == ["v-r-1"]
     assert cluster.longhorn_settings() == {"storage-over-provisioning-percentage": "150"}
 
