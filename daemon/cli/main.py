@@ -231,7 +231,7 @@ def cmd_webhook(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         client = await KubeClient.connect(kubeconfig)
-        webhook = RoutingWebhook(client, rules, tls)
+        webhook = RoutingWebhook(client.read_only(), rules, tls)
         try:
             port = await webhook.start(address)
             logging.getLogger("volsched.webhook").info(

@@ -32,6 +32,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from volsched.cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
+from volsched.daemon.kube.ownership import WRITES, Writer, check_write
 
 Raw = dict[str, Any]
 
@@ -130,8 +131,18 @@ def _check_kubeconfig(path: str) -> None:
 class KubeClient:
     """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
 
-    def __init__(self, api_client: Any, request_timeout_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        api_client: Any,
+        request_timeout_seconds: float = 30.0,
+        writer: Writer | None = None,
+        writes: frozenset[tuple[str, str]] | None = None,
+    ) -> None:
         self.api = api_client
+        # Which writes this client sends (see ``ownership``): None for any but another
+        # system's objects, else exactly these.
+        self.writer = writer
+        self.writes = writes
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
         session = api_client.rest_client.pool_manager
         if not environment_configures_http(os.environ) and hasattr(session, "_trust_env"):
@@ -161,6 +172,21 @@ class KubeClient:
             where = kubeconfig or "in-cluster service account"
             raise ConfigError(f"{where}: cannot load Kubernetes credentials: {exc}") from None
         return cls(k8s_client.ApiClient(configuration=configuration))
+
+    def for_writer(self, writer: Writer) -> KubeClient:
+        """The same connection, sending only ``writer``'s writes."""
+        return self._scoped(writer, WRITES[writer])
+
+    def read_only(self) -> KubeClient:
+        """The same connection, sending no write at all."""
+        return self._scoped(None, frozenset())
+
+    def _scoped(self, writer: Writer | None, writes: frozenset[tuple[str, str]]) -> KubeClient:
+        seconds = self.request_timeout.total or 30.0
+        return type(self)(self.api, seconds, writer=writer, writes=writes)
+
+    def _may(self, verb: str, target: str) -> None:
+        check_write(self.writer, self.writes, verb, target)
 
     async def close(self) -> None:
         await self.api.close()
@@ -299,6 +325,7 @@ class KubeClient:
 
     async def replace(self, kind: str, obj: Mapping[str, Any]) -> Raw:
         """PUT the whole object; its resourceVersion makes a concurrent change a 409."""
+        self._may("replace", kind)
         meta = obj.get("metadata") or {}
         path = resource(kind).path(meta.get("namespace"), meta.get("name"))
         return await self._json("PUT", path, body=dict(obj))
@@ -313,6 +340,7 @@ class KubeClient:
         strategic: bool = False,
     ) -> Raw:
         """A merge patch; ``strategic`` for lists merged by key (pod conditions)."""
+        self._may("patch", f"{kind}/{subresource}" if subresource else kind)
         path = resource(kind).path(namespace, name, subresource)
         content_type = (
             "application/strategic-merge-patch+json"
@@ -322,13 +350,16 @@ class KubeClient:
         return await self._json("PATCH", path, body=dict(patch), content_type=content_type)
 
     async def create(self, kind: str, obj: Mapping[str, Any], namespace: str | None = None) -> Raw:
+        self._may("create", kind)
         return await self._json("POST", resource(kind).path(namespace), body=dict(obj))
 
     async def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
+        self._may("delete", kind)
         await self._json("DELETE", resource(kind).path(namespace, name))
 
     async def bind_pod(self, namespace: str, name: str, uid: str, node: str) -> None:
         """POST pods/binding. The server answers 201 with a Status (not a Binding)."""
+        self._may("create", "Pod/binding")
         body = {
             "apiVersion": "v1",
             "kind": "Binding",

@@ -44,6 +44,7 @@ from volsched.daemon.http.extender import Extender, ExtenderSettings, extender_r
 from volsched.daemon.http.server import HealthChecks, bound_port
 from volsched.daemon.http.setup import serve_daemon_http
 from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.ownership import Writer
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.runtime.health import collect_gauges, health_checks
 from volsched.daemon.runtime.leader import LeaderElector
@@ -98,7 +99,9 @@ class Daemon:
         metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
-        self.client = client
+        # Each part gets the writes it owns (``kube.ownership``), nothing more.
+        self.client = client.read_only()
+        writes = client.for_writer(Writer.BINDING)
         self.store = store
         self.options = options or DaemonOptions()
         self.metrics = metrics or Metrics()
@@ -131,9 +134,9 @@ class Daemon:
         self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
         self.profiles = build_profiles(settings, self.cluster, self.plugins, self.options.seed)
         self.scheduler = self.profiles.default
-        self.reporter = Reporter(client, settings.scheduler_name, self.options.instance, clock)
+        self.reporter = Reporter(writes, settings.scheduler_name, self.options.instance, clock)
         self.binder = Binder(
-            client,
+            writes,
             self.cluster,
             self.ingest,
             self.profiles,
@@ -156,7 +159,7 @@ class Daemon:
             self.metrics,
             self.profiles.names,
             tracer=tracer,
-            preempting=Preempting(client, self.reporter, clock),
+            preempting=Preempting(writes, self.reporter, clock),
         )
         self.extender = Extender(
             self.scheduler,
@@ -170,10 +173,13 @@ class Daemon:
             leading=lambda: self.loop.gate.is_set(),
             refresh_claims=self._refresh_claims,
         )
-        self.elector = LeaderElector(client, settings.leader_election)
+        self.elector = LeaderElector(
+            client.for_writer(Writer.LEADER_ELECTION), settings.leader_election
+        )
         self.metrics.on_scrape(lambda: self.metrics.leader.set(1 if self.elector.is_leader else 0))
+        self.authenticating = client.for_writer(Writer.AUTHENTICATION)
         self.sync = CacheSync(
-            client,
+            self.client,
             store,
             opened,
             self.ingest,
@@ -202,7 +208,10 @@ class Daemon:
         await self.sync.start()
         if serve_http:
             self._runner = await serve_daemon_http(
-                self.settings.http, self.client, self.health(), extender_routes(self.extender)
+                self.settings.http,
+                self.authenticating,
+                self.health(),
+                extender_routes(self.extender),
             )
         # Warm or cold, nothing is decided before every kind has caught up with the API
         # server: a stored cache is a head start, never a source of decisions.
@@ -218,7 +227,7 @@ class Daemon:
         self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
         self.reconciler = ReplicaReconciler(
-            self.client, self.cluster, self.ingest, self.replicas, self._leading
+            self.binder.client, self.cluster, self.ingest, self.replicas, self._leading
         )
         self._tasks.append(asyncio.create_task(self.reconciler.run(), name="replica placement"))
         self._elector_task = asyncio.create_task(

@@ -1,0 +1,87 @@
+"""Who in volsched may write what: each kind has one owner, checked at the API client.
+
+volsched writes its own ``volsched.io`` objects and the fields of core objects that
+binding needs; leader election writes its Lease; authentication asks the API server
+about callers. Nothing else writes, and nothing in volsched writes another system's
+objects (Longhorn's ``longhorn.io`` kinds are longhorn-manager's alone). The daemon hands
+each part a client scoped to its writer (``KubeClient.for_writer``), or a read-only one,
+so a write outside the table is refused before any request is sent — a bug found by the
+tests, not by an operator's etcd.
+
+A client that is not scoped (``KubeClient.connect``) belongs to a person's tools — the
+demo's arrivals, the benchmarks — and may write anything but another system's objects.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from volsched.cache.errors import ApiError
+from volsched.cache.objects.registry import KINDS
+
+
+class Writer(StrEnum):
+    BINDING = "binding"
+    LEADER_ELECTION = "leader election"
+    AUTHENTICATION = "authentication"
+
+
+# (verb, kind or kind/subresource) each writer may send.
+WRITES: dict[Writer, frozenset[tuple[str, str]]] = {
+    # Decisions made real and taken back: PV claimRefs and claim annotations (prebind,
+    # provisioning, undo, recovery), the pod's binding and its status (PodScheduled,
+    # nominatedNodeName, a victim's DisruptionTarget), preemption's victims, events, and
+    # volsched's own Replicas.
+    Writer.BINDING: frozenset(
+        {
+            ("replace", "PersistentVolume"),
+            ("replace", "PersistentVolumeClaim"),
+            ("patch", "PersistentVolumeClaim"),
+            ("create", "Pod/binding"),
+            ("patch", "Pod/status"),
+            ("delete", "Pod"),
+            ("create", "Event"),
+            ("create", "Replica"),
+            ("patch", "Replica"),
+            ("delete", "Replica"),
+        }
+    ),
+    Writer.LEADER_ELECTION: frozenset({("create", "Lease"), ("replace", "Lease")}),
+    Writer.AUTHENTICATION: frozenset(
+        {("create", "TokenReview"), ("create", "SubjectAccessReview")}
+    ),
+}
+
+# API groups whose objects volsched reads and never writes.
+READ_ONLY_GROUPS = frozenset({"longhorn.io"})
+
+
+class NotOwned(ApiError):
+    """A write volsched does not make: refused before it was sent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(403, message)
+
+
+def api_group(kind: str) -> str:
+    info = KINDS.get(kind)
+    if info is None or "/" not in info.api_version:
+        return ""
+    return info.api_version.split("/")[0]
+
+
+def check_write(
+    writer: Writer | None, allowed: frozenset[tuple[str, str]] | None, verb: str, target: str
+) -> None:
+    """Raise ``NotOwned`` unless ``writer`` may send ``verb`` to ``target``.
+
+    ``allowed`` is None for an unscoped client, empty for a read-only one.
+    """
+    kind = target.split("/", 1)[0]
+    group = api_group(kind)
+    if group in READ_ONLY_GROUPS:
+        raise NotOwned(f"volsched does not write {group} objects ({verb} {target})")
+    if allowed is None or (verb, target) in allowed:
+        return
+    who = f"volsched's {writer}" if writer is not None else "a read-only client"
+    raise NotOwned(f"{who} may not {verb} {target}")
