@@ -62,6 +62,10 @@ class AssumeCache(Generic[T]):
     def values(self) -> Iterator[T]:
         return iter(self._latest.values())
 
+    def api_items(self) -> Iterator[tuple[str, T]]:
+        """The API server's copy of every object, by key (layer 1 alone)."""
+        return iter(self._api.items())
+
     def is_assumed(self, key: str) -> bool:
         latest = self._latest.get(key)
         return latest is not None and latest is not self._api.get(key)

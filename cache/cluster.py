@@ -91,21 +91,34 @@ class ClusterCache:
 
     # -- ingestion -------------------------------------------------------------------
 
-    def upsert(self, kind: str, obj: Any) -> None:
-        """Apply an add or update of one object from the API server (layer 1)."""
+    def upsert(self, kind: str, obj: Any) -> bool:
+        """Apply an add or update of one object from the API server (layer 1). False
+        when the cache already holds a newer revision: an event that arrives late (the
+        watch behind a write's own answer) changes nothing."""
+        if kind == "PersistentVolume":
+            return self.pvs.informer_upsert(obj.meta.name, obj) and self._changed()
+        if kind == "PersistentVolumeClaim":
+            return self.pvcs.informer_upsert(obj.meta.key, obj) and self._changed()
+        if _older(obj, self.get(kind, obj.meta.key)):
+            return False
         self.generation += 1
         if kind in STORAGE_KINDS:
             self.storage_generation += 1
             self.storage.upsert(kind, obj)
-            return
+            return True
         handler = getattr(self, f"_upsert_{kind}", None)
         if handler is not None:
             handler(obj)
-            return
+            return True
         store = self._simple_store(kind)
         store[
             obj.meta.key if kind not in ("ReplicaSet", "StatefulSet") else (kind, obj.meta.key)
         ] = obj
+        return True
+
+    def _changed(self) -> bool:
+        self.generation += 1
+        return True
 
     def delete(self, kind: str, key: str) -> None:
         """Apply a deletion from the API server."""
@@ -153,6 +166,20 @@ class ClusterCache:
         if kind in ("ReplicaSet", "StatefulSet"):
             return self.workload_sets.get((kind, key))
         return self._simple_store(kind).get(key)
+
+    def informer_items(self, kind: str) -> Iterator[tuple[str, Any]]:
+        """Layer 1 of one kind by key: what the API server said, without assumptions."""
+        if kind == "Node":
+            return ((name, info.node) for name, info in self.nodes.items())
+        if kind == "Pod":
+            return iter(self.pods.items())
+        if kind == "PersistentVolume":
+            return self.pvs.api_items()
+        if kind == "PersistentVolumeClaim":
+            return self.pvcs.api_items()
+        if kind in ("ReplicaSet", "StatefulSet"):
+            return ((key, w) for (k, key), w in self.workload_sets.items() if k == kind)
+        return iter(self._simple_store(kind).items())
 
     def objects(self, kind: str) -> Iterator[Any]:
         if kind == "Node":
@@ -246,9 +273,6 @@ class ClusterCache:
             if info is not None and key in info.pods:
                 info.remove_pod(key)
 
-    def _upsert_PersistentVolume(self, pv: PersistentVolume) -> None:
-        self.pvs.informer_upsert(pv.meta.name, pv)
-
     def _delete_PersistentVolume(self, name: str) -> None:
         self.pvs.informer_delete(name)
 
@@ -264,9 +288,6 @@ class ClusterCache:
             ref = new.claim_ref
             self._claim_pvs[f"{ref.namespace}/{ref.name}"].add(new.meta.name)
         self.pv_index.upsert_pv(new)
-
-    def _upsert_PersistentVolumeClaim(self, pvc: PersistentVolumeClaim) -> None:
-        self.pvcs.informer_upsert(pvc.meta.key, pvc)
 
     def _delete_PersistentVolumeClaim(self, key: str) -> None:
         self.pvcs.informer_delete(key)
@@ -360,3 +381,13 @@ class ClusterCache:
         if pod is not None and not pod.node_name and not pod.terminal:
             self.pending[key] = pod
         self.generation += 1
+
+
+def _older(new: Any, held: Any) -> bool:
+    """Whether ``new`` is an older revision than the object the cache holds (resource
+    versions compared as integers, as kube-scheduler's caches do; an unknown version, 0,
+    as in a snapshot file, is never older)."""
+    if held is None:
+        return False
+    version = new.meta.resource_version
+    return bool(version and version < held.meta.resource_version)

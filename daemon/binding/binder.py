@@ -49,7 +49,7 @@ from volsched.daemon.binding.intent import (
 )
 from volsched.daemon.binding.reporting import Reporter
 from volsched.daemon.binding.undo import Undoer
-from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.client import KubeClient, resource
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.telemetry.tracing import api_write
 from volsched.daemon.watch.ingest import Ingest
@@ -58,6 +58,27 @@ from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 
 log = logging.getLogger("volsched.binding")
+
+
+def chosen_body(ingest: Ingest, kind: str, key: str, version: object) -> dict[str, Any]:
+    """The body of the revision the decision was made on, to write back whole.
+
+    It is the cache's accepted copy; if that has moved past the decision's revision
+    the decision is stale and the write would be refused (409), so it is not sent:
+    content and resourceVersion always come from one revision.
+    """
+    raw = ingest.raw_object(kind, key)
+    if raw is None:
+        raise BindingFailed(f'{kind.lower()} "{key.rpartition("/")[2]}" not found')
+    meta = raw.setdefault("metadata", {})
+    if str(meta.get("resourceVersion")) != str(version):
+        raise Conflict(
+            409,
+            f'Operation cannot be fulfilled on {resource(kind).plural} "{meta.get("name")}": '
+            "the object has been modified; please apply your changes to the latest "
+            "version and try again",
+        )
+    return raw
 
 
 @dataclass(slots=True)
@@ -210,12 +231,10 @@ class Binder:
         for prebind in intent.prebinds:
             if not prebind.get("write", True):
                 continue
-            raw = self.ingest.raw_object("PersistentVolume", prebind["pv"])
-            if raw is None:
-                raise BindingFailed(f'persistentvolume "{prebind["pv"]}" not found')
-            meta = raw.setdefault("metadata", {})
-            # Write at the version the decision was made on: anything newer is a 409.
-            meta["resourceVersion"] = str(prebind["pvResourceVersion"])
+            raw = chosen_body(
+                self.ingest, "PersistentVolume", prebind["pv"], prebind["pvResourceVersion"]
+            )
+            meta = raw["metadata"]
             annotations = meta.setdefault("annotations", {})
             if not prebind.get("preexisting"):
                 annotations[ANN_BOUND_BY_CONTROLLER] = "yes"
@@ -243,11 +262,13 @@ class Binder:
 
     async def _annotate(self, intent: Intent, done: dict[str, list[str]]) -> None:
         for provision in intent.provisions:
-            raw = self.ingest.raw_object("PersistentVolumeClaim", provision["claim"])
-            if raw is None:
-                raise BindingFailed(f'persistentvolumeclaim "{provision["claim"]}" not found')
-            meta = raw.setdefault("metadata", {})
-            meta["resourceVersion"] = str(provision["claimResourceVersion"])
+            raw = chosen_body(
+                self.ingest,
+                "PersistentVolumeClaim",
+                provision["claim"],
+                provision["claimResourceVersion"],
+            )
+            meta = raw["metadata"]
             annotations = meta.setdefault("annotations", {})
             annotations[ANN_SELECTED_NODE] = intent.node
             annotations[ANN_BINDING_INTENT] = intent_annotation(intent)

@@ -253,13 +253,14 @@ class CacheSync:
         if not self.store.is_open or not self.watchers or not self.synced():
             return
         started = time.perf_counter()
-        parts = snapshot.encode(self.ingest.views, self.ingest.raw)
+        views = self.ingest.views()
+        parts = snapshot.encode(views, self.ingest.raw)
         written = await self.store.write_snapshot(snapshot.fingerprint(), parts)
         if written:
             log.info(
                 "database %s: snapshot of %d objects (%.1f MB) kept in %.2fs",
                 self.database_path,
-                sum(len(views) for views in self.ingest.views.values()),
+                sum(len(by_key) for by_key in views.values()),
                 written / 1e6,
                 time.perf_counter() - started,
             )

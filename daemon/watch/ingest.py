@@ -3,6 +3,12 @@ and the scheduling queue told which pods arrived and which cluster events happen
 
 Objects that do not parse are logged and skipped (with a counter), never fatal: one bad
 object must not stop the scheduler.
+
+One copy of each object: the cache's. An event the cache refuses — older than the revision
+it holds, as when a watch delivers an update after the binder took the newer answer of its
+own write — changes nothing anywhere: not the cache, not the body kept for writing back,
+not the store, and nobody is woken. The body kept for a PV or claim is always the accepted
+revision's, so a write based on it carries content and resourceVersion of one revision.
 """
 
 from __future__ import annotations
@@ -89,17 +95,15 @@ class Ingest:
             else frozenset(scheduler_names)
         )
         self.store = store
+        # The accepted revision's JSON, for the kinds written back whole.
         self.raw: dict[str, dict[str, str]] = {kind: {} for kind in RAW_KEPT}
-        # Layer 1 exactly as parsed, by kind and key (the cache shares these objects):
-        # what a clean stop keeps as the snapshot a warm start loads instead of parsing.
-        self.views: dict[str, dict[str, Any]] = {}
         self._on_error = on_error
         # Told (kind, key) after every change applied to the cache: binding cycles wait
         # on it for the PV controller instead of polling.
         self._on_change = on_change
 
     def raw_object(self, kind: str, key: str) -> Raw | None:
-        """The last raw JSON seen for a PV or PVC (to write it back whole)."""
+        """The accepted revision's JSON of a PV or PVC (to write it back whole)."""
         text = self.raw.get(kind, {}).get(key)
         return json.loads(text) if text is not None else None
 
@@ -122,25 +126,37 @@ class Ingest:
 
     # -- events ----------------------------------------------------------------------
 
-    def upsert(self, kind: str, raw: Mapping[str, Any], persist: bool = True) -> None:
+    def upsert(self, kind: str, raw: Mapping[str, Any], persist: bool = True) -> bool:
+        """Parse and apply one object; False when it did not parse or the cache holds a
+        newer revision (then nothing changed)."""
         view = self._parse(kind, raw)
         if view is None:
-            return
+            return False
         raw_text = json.dumps(raw, separators=(",", ":")) if kind in self.raw else None
-        self.apply_view(kind, view, raw_text)
+        if not self.apply_view(kind, view, raw_text):
+            return False
         if persist and self.store is not None:
             self.store.put_object(kind, view.meta.key, raw)
+        return True
 
-    def apply_view(self, kind: str, view: Any, raw_text: str | None = None) -> None:
+    def apply_view(self, kind: str, view: Any, raw_text: str | None = None) -> bool:
         """An object already parsed (from the snapshot, or by ``upsert``) into the cache,
-        waking what it wakes. ``raw_text`` is its JSON, for the kinds kept raw."""
+        waking what it wakes; False when the cache refused it as older. ``raw_text`` is
+        its JSON, for the kinds kept raw."""
         key = view.meta.key
         old = self.cluster.get(kind, key)
-        self.cluster.upsert(kind, view)
-        self.views.setdefault(kind, {})[key] = view
+        if not self.cluster.upsert(kind, view):
+            return False
         if raw_text is not None and kind in self.raw:
             self.raw[kind][key] = raw_text
         self._notify(kind, old, view)
+        return True
+
+    def views(self) -> dict[str, dict[str, Any]]:
+        """Layer 1 of every kind watched, by key: the parsed objects a clean stop keeps
+        as the snapshot a warm start loads instead of parsing."""
+        views = {kind: dict(self.cluster.informer_items(kind)) for kind in KINDS}
+        return {kind: by_key for kind, by_key in views.items() if by_key}
 
     def delete(self, kind: str, raw: Mapping[str, Any], persist: bool = True) -> None:
         key = object_key(raw, KINDS[kind].namespaced)
@@ -149,7 +165,6 @@ class Ingest:
     def delete_key(self, kind: str, key: str, persist: bool = True) -> None:
         old = self.cluster.get(kind, key)
         self.cluster.delete(kind, key)
-        self.views.get(kind, {}).pop(key, None)
         if kind in self.raw:
             self.raw[kind].pop(key, None)
         if persist and self.store is not None:

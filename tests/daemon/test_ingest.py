@@ -3,9 +3,13 @@ what a relist found gone per kind of its own owner."""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from typing import Any
 
-from tests.integration.objects import storage_node
+import pytest
+
+from tests.integration.objects import claim, local_pv, node, storage_node
 from tests.unit.longhorn.objects import longhorn_node
 from volsched.cache.cluster import ClusterCache
 from volsched.daemon.watch.ingest import Ingest
@@ -25,3 +29,66 @@ def test_a_relist_of_volsched_storage_nodes_never_counts_longhorn_nodes_as_vanis
 
     assert ingest.replace("StorageNode", [], "12") == 1
     assert set(cluster.storage.storage_nodes) == {"n1"}
+
+
+class RecordingStore:
+    """The store's side of the ingest, keeping what it was told to persist."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], Raw] = {}
+
+    def put_object(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
+        self.objects[kind, key] = dict(raw)
+
+    def delete_object(self, kind: str, key: str) -> None:
+        self.objects.pop((kind, key), None)
+
+    def set_resume_point(self, kind: str, resource_version: str) -> None:
+        pass
+
+    def replace_kind(
+        self, kind: str, objects: Mapping[str, str | Mapping[str, Any]], resource_version: str
+    ) -> None:
+        pass
+
+
+def at_version(raw: Raw, version: int, **labels: str) -> Raw:
+    changed = copy.deepcopy(raw)
+    changed["metadata"]["resourceVersion"] = str(version)
+    changed["metadata"]["labels"] = labels
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("kind", "raw"),
+    [
+        ("PersistentVolume", local_pv("pv-1", "node-1")),
+        ("PersistentVolumeClaim", claim("data", "local")),
+        ("Node", node("node-1")),
+        ("StorageNode", storage_node("n1")),
+    ],
+)
+def test_an_event_older_than_the_cache_changes_nothing_anywhere(kind: str, raw: Raw) -> None:
+    cluster = ClusterCache()
+    store = RecordingStore()
+    woken: list[tuple[str, str]] = []
+    ingest = Ingest(
+        cluster, None, "volsched", store, on_change=lambda k, key: woken.append((k, key))
+    )
+    assert ingest.upsert(kind, at_version(raw, 12, revision="12"))
+    key = next(key for k, key in store.objects if k == kind)
+    woken.clear()
+
+    # The watch delivers rv 11 after the binder took rv 12 from its own write's answer.
+    assert not ingest.upsert(kind, at_version(raw, 11, revision="11"))
+
+    held = cluster.get(kind, key)
+    assert held.meta.resource_version == 12
+    assert held.meta.labels == {"revision": "12"}
+    assert store.objects[kind, key]["metadata"]["resourceVersion"] == "12"
+    assert woken == []
+    if kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        body = ingest.raw_object(kind, key)
+        assert body is not None and body["metadata"]["labels"] == {"revision": "12"}
+        assert body["metadata"]["resourceVersion"] == "12"
+    assert ingest.views()[kind][key] is held

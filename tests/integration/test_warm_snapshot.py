@@ -27,7 +27,7 @@ def drop_snapshot(cluster: Cluster) -> None:
 
 def cache_image(daemon: Daemon) -> tuple[Any, ...]:
     """Everything a start puts in the cache, comparably."""
-    views = {kind: by_key for kind, by_key in daemon.ingest.views.items() if by_key}
+    views = daemon.ingest.views()
     raw = {kind: by_key for kind, by_key in daemon.ingest.raw.items() if by_key}
     nodes = {name: sorted(info.pods) for name, info in daemon.cluster.nodes.items()}
     return views, raw, nodes, sorted(daemon.queue.lengths().items())
