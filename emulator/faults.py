@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from volsched.emulator.store import Store
@@ -35,6 +35,9 @@ class RequestRecord:
     path: str
     status: int
     query: str = ""
+    # When the request arrived (time.monotonic()), to order it against a client's clock;
+    # not part of what the request was.
+    received: float = field(default=0.0, compare=False)
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ import contextlib
 import datetime
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 
@@ -212,13 +213,16 @@ class ApiServer:
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         logged = False
+        received = time.monotonic()
 
         def record(status: int) -> None:
             nonlocal logged
             if not logged:
                 logged = True
                 self.faults.record(
-                    RequestRecord(request.method, request.path, status, request.query_string)
+                    RequestRecord(
+                        request.method, request.path, status, request.query_string, received
+                    )
                 )
 
         request[ON_OPEN] = record

@@ -19,7 +19,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from volsched.cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.kube.ownership import WRITES, Writer, check_write
+from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
 
 Raw = dict[str, Any]
 
@@ -137,12 +137,15 @@ class KubeClient:
         request_timeout_seconds: float = 30.0,
         writer: Writer | None = None,
         writes: frozenset[tuple[str, str]] | None = None,
+        leading: Callable[[], bool] | None = None,
     ) -> None:
         self.api = api_client
         # Which writes this client sends (see ``ownership``): None for any but another
         # system's objects, else exactly these.
         self.writer = writer
         self.writes = writes
+        # For a leader's writer: whether this replica still holds the lease.
+        self.leading = leading
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
         session = api_client.rest_client.pool_manager
         if not environment_configures_http(os.environ) and hasattr(session, "_trust_env"):
@@ -173,20 +176,30 @@ class KubeClient:
             raise ConfigError(f"{where}: cannot load Kubernetes credentials: {exc}") from None
         return cls(k8s_client.ApiClient(configuration=configuration))
 
-    def for_writer(self, writer: Writer) -> KubeClient:
-        """The same connection, sending only ``writer``'s writes."""
-        return self._scoped(writer, WRITES[writer])
+    def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
+        """The same connection, sending only ``writer``'s writes — and, with ``leading``,
+        only while it says this replica leads."""
+        return self._scoped(writer, WRITES[writer], leading)
 
     def read_only(self) -> KubeClient:
         """The same connection, sending no write at all."""
         return self._scoped(None, frozenset())
 
-    def _scoped(self, writer: Writer | None, writes: frozenset[tuple[str, str]]) -> KubeClient:
+    def _scoped(
+        self,
+        writer: Writer | None,
+        writes: frozenset[tuple[str, str]],
+        leading: Callable[[], bool] | None = None,
+    ) -> KubeClient:
         seconds = self.request_timeout.total or 30.0
-        return type(self)(self.api, seconds, writer=writer, writes=writes)
+        return type(self)(self.api, seconds, writer=writer, writes=writes, leading=leading)
 
     def _may(self, verb: str, target: str) -> None:
         check_write(self.writer, self.writes, verb, target)
+        if self.leading is not None and not self.leading():
+            raise NotLeader(
+                f"not the leader any more: volsched's {self.writer} sends no {verb} {target}"
+            )
 
     async def close(self) -> None:
         await self.api.close()

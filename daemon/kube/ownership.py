@@ -8,6 +8,12 @@ each part a client scoped to its writer (``KubeClient.for_writer``), or a read-o
 so a write outside the table is refused before any request is sent — a bug found by the
 tests, not by an operator's etcd.
 
+The writes of decisions are the leader's alone: the binding writer's client is also
+given the elector's word, and once the lease is lost it sends nothing more — no binding,
+eviction, event or undo of the old leader's reaches the API server after a standby may
+have taken over (kube-scheduler exits instead; what the old leader left half done is
+finished by the new leader's recovery, from the intents written into the objects).
+
 A client that is not scoped (``KubeClient.connect``) belongs to a person's tools — the
 demo's arrivals, the benchmarks — and may write anything but another system's objects.
 """
@@ -61,6 +67,10 @@ class NotOwned(ApiError):
 
     def __init__(self, message: str) -> None:
         super().__init__(403, message)
+
+
+class NotLeader(NotOwned):
+    """A write of the leader's, asked for after the lease was lost: refused unsent."""
 
 
 def api_group(kind: str) -> str:

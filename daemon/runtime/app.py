@@ -75,6 +75,30 @@ GC_THRESHOLDS = (50_000, 20, 20)
 # 0.5 ms the same flush takes under a second and bindings keep pace with scheduling.
 SWITCH_INTERVAL_SECONDS = 0.0005
 
+
+class _SwitchInterval:
+    """The process's switch interval while any daemon in it runs, and the embedding
+    process's own setting back when the last one stops (two daemons in one process, as
+    in tests, must not hand each other's setting back)."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.saved = 0.0
+
+    def acquire(self) -> None:
+        if self.users == 0:
+            self.saved = sys.getswitchinterval()
+            sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+        self.users += 1
+
+    def release(self) -> None:
+        self.users -= 1
+        if self.users == 0:
+            sys.setswitchinterval(self.saved)
+
+
+_switch_interval = _SwitchInterval()
+
 log = logging.getLogger("volsched")
 
 
@@ -101,7 +125,8 @@ class Daemon:
         self.settings = settings
         # Each part gets the writes it owns (``kube.ownership``), nothing more.
         self.client = client.read_only()
-        writes = client.for_writer(Writer.BINDING)
+        # Decisions are written only while this replica holds the lease.
+        writes = client.for_writer(Writer.BINDING, leading=lambda: self.elector.is_leader)
         self.store = store
         self.options = options or DaemonOptions()
         self.metrics = metrics or Metrics()
@@ -194,7 +219,7 @@ class Daemon:
         self.ready = asyncio.Event()
         self._leading = asyncio.Event()
         self._elector_task: asyncio.Task[None] | None = None
-        self._switch_interval: float | None = None
+        self._switch_interval = False
         self.metrics.on_scrape(
             lambda: collect_gauges(self.metrics, self.queue, self.cluster, self.store)
         )
@@ -221,8 +246,8 @@ class Daemon:
         gc.collect()
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+        _switch_interval.acquire()
+        self._switch_interval = True
         # Standbys keep their caches warm; only the leader schedules and repairs.
         self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
@@ -305,9 +330,9 @@ class Daemon:
         await self.sync.keep_snapshot()
         await self.store.close()
         gc.unfreeze()
-        if self._switch_interval is not None:
-            sys.setswitchinterval(self._switch_interval)
-            self._switch_interval = None
+        if self._switch_interval:
+            _switch_interval.release()
+            self._switch_interval = False
         if self._tracer_provider is not None:
             self._tracer_provider.shutdown()
 
