@@ -156,6 +156,10 @@ class SchedulingQueue:
         if self.on_gated is not None:
             self.on_gated(entry.pod)
 
+    def gated_pods(self) -> list[Pod]:
+        """The pods PreEnqueue keeps out for their scheduling gates."""
+        return [entry.pod for entry in self._gated.values()]
+
     def update(self, pod: Pod) -> None:
         """A pending pod changed: an unschedulable one gets another chance now."""
         key = pod.meta.key

@@ -186,6 +186,8 @@ class Daemon:
             tracer=tracer,
             preempting=Preempting(writes, self.reporter, clock),
         )
+        # Nothing is decided or reported before this replica leads.
+        self.loop.gate.clear()
         self.extender = Extender(
             self.scheduler,
             self.binder.bind,
@@ -292,6 +294,7 @@ class Daemon:
             log.exception("binding journal recovery failed; scheduling anyway")
         self.sync.drop_restored()
         self.loop.gate.set()
+        self.loop.report_gated()
         self._leading.set()
 
     async def _stopped_leading(self) -> None:

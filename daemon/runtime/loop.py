@@ -82,6 +82,12 @@ class SchedulingLoop:
             return
         self._spawn(self.reporter.gated(pod))
 
+    def report_gated(self) -> None:
+        """On becoming leader: the gated pods that arrived meanwhile get their condition
+        (a standby writes nothing)."""
+        for pod in self.queue.gated_pods():
+            self._gated(pod)
+
     @property
     def in_flight(self) -> int:
         return len(self._bindings)
