@@ -27,6 +27,7 @@ from volsched.cache.json_limits import JsonLimitError, loads_bounded
 from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
+from volsched.scheduling.framework.pod_changes import remove_pod
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.plugins.storage_locality import VolumeLocality, pod_storage
 from volsched.scheduling.preemption.nominated import clone_node
@@ -290,9 +291,15 @@ class Extender:
             return True
         pods = field(entry, "Pods") if isinstance(entry, Mapping) else None
         uids = {str(field(p, "UID") or "") for p in (pods or []) if isinstance(p, Mapping)}
-        leaving = [key for key, other in info.pods.items() if other.meta.uid in uids - {""}]
-        checks = active_filters(self.scheduler.profile, decision.state)
-        status = node_fits(checks, decision.state, decision.pod, clone_node(info, leaving))
+        leaving = [other for other in info.pods.values() if other.meta.uid in uids - {""}]
+        profile = self.scheduler.profile
+        checks = active_filters(profile, decision.state)
+        without = clone_node(info, [other.meta.key for other in leaving])
+        # The victims leave the cycle's counts too (affinity, spread), on a clone.
+        state = decision.state.clone()
+        for other in leaving:
+            remove_pod(profile, state, decision.pod, other, without)
+        status = node_fits(checks, state, decision.pod, without)
         return status is None or status.plugin not in VOLUME_PLUGINS
 
 

@@ -32,6 +32,21 @@ class PreFilterPlugin(Protocol):
 
 
 @runtime_checkable
+class PreFilterExtensions(Protocol):
+    """A PreFilter whose state counts pods (kube-scheduler's PreFilterExtensions): the
+    state is brought up to date when a pod is added to or removed from a node, so that
+    filtering sees the node as the preemption dry run or the nominated-pods pass made
+    it. Called only on a cloned state, and only when the plugin's PreFilter ran (a
+    skipped plugin is not asked)."""
+
+    name: str
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> None: ...
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> None: ...
+
+
+@runtime_checkable
 class FilterPlugin(Protocol):
     name: str
 

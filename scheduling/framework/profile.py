@@ -13,6 +13,7 @@ from volsched.scheduling.framework.interfaces import (
     FilterPlugin,
     NormalizeScorePlugin,
     PostBindPlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     ReservePlugin,
@@ -54,6 +55,8 @@ class Profile:
     priorities: list[Priority]
     percentage_of_nodes_to_score: int = 0
     pre_filters: list[PreFilterPlugin] = field(default_factory=list)
+    # The pre-filters whose state counts pods, told of pods added and removed.
+    pre_filter_extensions: list[PreFilterExtensions] = field(default_factory=list)
     reservers: list[ReservePlugin] = field(default_factory=list)
     post_binders: list[PostBindPlugin] = field(default_factory=list)
     # Each priority with its optional extension points, resolved once: isinstance on a
@@ -64,6 +67,7 @@ class Profile:
         seen: set[int] = set()
         filters = {id(p.plugin) for p in self.predicates}
         self.pre_filters = []
+        self.pre_filter_extensions = []
         self.reservers = []
         self.post_binders = []
         plugins: list[object] = [p.plugin for p in self.predicates] + [
@@ -75,6 +79,8 @@ class Profile:
             seen.add(id(plugin))
             if isinstance(plugin, PreFilterPlugin) and id(plugin) in filters:
                 self.pre_filters.append(plugin)
+                if isinstance(plugin, PreFilterExtensions):
+                    self.pre_filter_extensions.append(plugin)
             if isinstance(plugin, ReservePlugin):
                 self.reservers.append(plugin)
             if isinstance(plugin, PostBindPlugin):

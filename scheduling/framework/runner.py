@@ -22,7 +22,7 @@ from volsched.scheduling.framework.interfaces import (
 )
 from volsched.scheduling.framework.profile import Predicate, Profile
 from volsched.scheduling.framework.status import Code, Status
-from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated
+from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated_state
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -296,18 +296,26 @@ class Scheduler:
             processed += 1
             # Upstream's nominator: the node must fit with the pods nominated there that
             # outrank this one, and as it is (they may land elsewhere in the end).
+            # The nominated pods count in a clone of the cycle state (their affinity and
+            # spread as if they ran there).
             if crowded_nodes and info.name in crowded_nodes:
-                crowded = with_nominated(
-                    info, pod, nominated, self.cluster.pod_priority, self.cluster.pending
+                crowded = with_nominated_state(
+                    self.profile,
+                    state,
+                    info,
+                    pod,
+                    nominated,
+                    self.cluster.pod_priority,
+                    self.cluster.pending,
                 )
-                targets = (info,) if crowded is None else (crowded, info)
+                targets = ((info, state),) if crowded is None else (crowded, (info, state))
             else:
                 targets = None
             # The common case first, with no tuple of targets to walk: this loop runs for
             # every candidate node of every cycle.
-            for target in targets or (info,):
+            for target, target_state in targets or ((info, state),):
                 for check, predicate in checks:
-                    status = check(state, pod, target)
+                    status = check(target_state, pod, target)
                     if status is not None:
                         rejecting = predicate
                         break

@@ -59,9 +59,25 @@ class _FilterState:
     existing_anti_affinity_counts: dict[Pair, int] = field(default_factory=dict)
     matches_own_terms: bool = False
 
+    def clone(self) -> _FilterState:
+        return _FilterState(
+            self.affinity,
+            self.anti_affinity,
+            dict(self.affinity_counts),
+            dict(self.anti_affinity_counts),
+            dict(self.existing_anti_affinity_counts),
+            self.matches_own_terms,
+        )
+
 
 def _add(counts: dict[Pair, int], pair: Pair, amount: int) -> None:
-    counts[pair] = counts.get(pair, 0) + amount
+    """Count ``amount`` more (or fewer) at ``pair``; a count down to zero is dropped, so
+    "no pod matches anywhere" stays an empty map (the first pod of a group relies on it)."""
+    total = counts.get(pair, 0) + amount
+    if total:
+        counts[pair] = total
+    else:
+        counts.pop(pair, None)
 
 
 class InterPodAffinity:
@@ -154,6 +170,45 @@ class InterPodAffinity:
         )
         state.write(self._filter_key, filter_state)
         return None, SUCCESS
+
+    # -- pods added and removed (preemption's dry run, nominated pods) -------------------
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> None:
+        self._update(state, pod, added, node, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> None:
+        self._update(state, pod, removed, node, -1)
+
+    def _update(self, state: CycleState, pod: Pod, other: Pod, node: NodeInfo, delta: int) -> None:
+        """Upstream's updateWithPod: ``other`` placed on (or taken off) ``node`` changes
+        the three counts as if PreFilter had seen it there."""
+        filter_state: _FilterState | None = state.read(self._filter_key)
+        if filter_state is None:
+            return
+        labels = node.node.meta.labels
+        other_affinity = other.pod_affinity
+        if other_affinity is not None:
+            for term in other_affinity.required_anti_affinity:
+                value = labels.get(term.topology_key)
+                if value is not None and self._term_matches(term, pod):
+                    _add(
+                        filter_state.existing_anti_affinity_counts,
+                        (term.topology_key, value),
+                        delta,
+                    )
+        namespace_labels = self._namespace_labels(other.namespace)
+        required = filter_state.affinity
+        if required and all(
+            t.matches(other.namespace, other.labels, namespace_labels) for t in required
+        ):
+            for term in required:
+                value = labels.get(term.topology_key)
+                if value is not None:
+                    _add(filter_state.affinity_counts, (term.topology_key, value), delta)
+        for term in filter_state.anti_affinity:
+            value = labels.get(term.topology_key)
+            if value is not None and term.matches(other.namespace, other.labels, namespace_labels):
+                _add(filter_state.anti_affinity_counts, (term.topology_key, value), delta)
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         filter_state: _FilterState | None = state.read(self._filter_key)

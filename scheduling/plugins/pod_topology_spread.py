@@ -73,6 +73,14 @@ class _FilterState:
     minimum: list[int] = field(default_factory=list)
     self_match: list[bool] = field(default_factory=list)
 
+    def clone(self) -> _FilterState:
+        return _FilterState(
+            self.constraints,
+            [dict(domains) for domains in self.counts],
+            list(self.minimum),
+            list(self.self_match),
+        )
+
 
 @dataclass(slots=True)
 class _ScoreState:
@@ -95,9 +103,22 @@ def _admits(constraint: SpreadConstraint, pod: Pod, node: NodeInfo) -> bool:
     )
 
 
+def _counts_pods(selector: LabelSelector | None) -> bool:
+    """Upstream's countPodsMatchSelector counts no pod for a missing selector and none for
+    an empty one (``labelSelector: {}``), though the empty one matches every pod's labels."""
+    return selector is not None and not selector.is_empty()
+
+
+def _minimum(constraint: SpreadConstraint, domains: dict[str, int]) -> int:
+    if constraint.min_domains is not None and len(domains) < constraint.min_domains:
+        # Too few domains: the missing ones count as holding no matching pod.
+        return 0
+    return min(domains.values()) if domains else 0
+
+
 def _count(node: NodeInfo, constraint: SpreadConstraint, namespace: str) -> int:
     selector = constraint.selector
-    if selector is None:
+    if selector is None or not _counts_pods(selector):
         return 0
     count = 0
     for pod in node.pods.values():
@@ -157,12 +178,7 @@ class PodTopologySpread:
             counts = self._counts_by_scan(pod, constraints)
         filter_state.counts = counts
         for index, constraint in enumerate(constraints):
-            domains = counts[index]
-            minimum = min(domains.values()) if domains else 0
-            if constraint.min_domains is not None and len(domains) < constraint.min_domains:
-                # Too few domains: the missing ones count as holding no matching pod.
-                minimum = 0
-            filter_state.minimum.append(minimum)
+            filter_state.minimum.append(_minimum(constraint, counts[index]))
             filter_state.self_match.append(constraint.counts(pod.labels))
         state.write(self._filter_key, filter_state)
         return None, SUCCESS
@@ -202,7 +218,7 @@ class PodTopologySpread:
         namespace = pod.namespace
         for index, constraint in enumerate(constraints):
             selector = constraint.selector
-            if selector is None:
+            if selector is None or not _counts_pods(selector):
                 continue
             found = self.cluster.pod_index.candidates(selector)
             candidates = (
@@ -240,6 +256,37 @@ class PodTopologySpread:
                 domain = counts[index]
                 domain[value] = domain.get(value, 0) + _count(info, constraint, namespace)
         return counts
+
+    # -- pods added and removed (preemption's dry run, nominated pods) -------------------
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> None:
+        self._update(state, pod, added, node, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> None:
+        self._update(state, pod, removed, node, -1)
+
+    def _update(self, state: CycleState, pod: Pod, other: Pod, node: NodeInfo, delta: int) -> None:
+        """Upstream's updateWithPod: a pod of the same namespace placed on (or taken off)
+        a node that carries every key and that a constraint's inclusion policies admit
+        counts in that constraint's domain if its selector matches the pod's labels.
+        As upstream, the selector is matched as it is here (an empty one matches), and
+        a terminating pod is not passed over."""
+        filter_state: _FilterState | None = state.read(self._filter_key)
+        if filter_state is None or other.namespace != pod.namespace:
+            return
+        labels = node.node.meta.labels
+        constraints = filter_state.constraints
+        if not _has_keys(labels, constraints):
+            return
+        for index, constraint in enumerate(constraints):
+            if not _admits(constraint, pod, node):
+                continue
+            if constraint.selector is None or not constraint.selector.matches(other.labels):
+                continue
+            domains = filter_state.counts[index]
+            value = labels[constraint.topology_key]
+            domains[value] = domains.get(value, 0) + delta
+            filter_state.minimum[index] = _minimum(constraint, domains)
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         filter_state: _FilterState | None = state.read(self._filter_key)

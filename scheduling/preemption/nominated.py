@@ -13,6 +13,9 @@ from collections.abc import Callable, Container, Iterable, Mapping
 
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.pod_changes import add_pod
+from volsched.scheduling.framework.profile import Profile
 
 
 class NominatedPods:
@@ -72,6 +75,29 @@ def clone_node(info: NodeInfo, without: Iterable[str] = (), adding: Iterable[Pod
     return copy
 
 
+def nominated_above(
+    info: NodeInfo,
+    pod: Pod,
+    nominated: NominatedPods | None,
+    priority_of: Callable[[Pod], int],
+    pending: Container[str] | None = None,
+) -> list[Pod]:
+    """The pods nominated to this node that outrank or equal ``pod`` and are not on it
+    yet. With ``pending``, only nominated pods still waiting count: one bound or deleted
+    since holds nothing."""
+    if nominated is None:
+        return []
+    own = priority_of(pod)
+    return [
+        other
+        for key, other in nominated.on_node(info.name).items()
+        if key != pod.meta.key
+        and key not in info.pods
+        and (pending is None or key in pending)
+        and priority_of(other) >= own
+    ]
+
+
 def with_nominated(
     info: NodeInfo,
     pod: Pod,
@@ -80,19 +106,30 @@ def with_nominated(
     pending: Container[str] | None = None,
 ) -> NodeInfo | None:
     """The node with the nominated pods that outrank or equal ``pod``; None when there
-    are none (the node is then judged as it is). With ``pending``, only nominated pods
-    still waiting count: one bound or deleted since holds nothing."""
-    if nominated is None:
-        return None
-    own = priority_of(pod)
-    extra = [
-        other
-        for key, other in nominated.on_node(info.name).items()
-        if key != pod.meta.key
-        and key not in info.pods
-        and (pending is None or key in pending)
-        and priority_of(other) >= own
-    ]
+    are none (the node is then judged as it is)."""
+    extra = nominated_above(info, pod, nominated, priority_of, pending)
     if not extra:
         return None
     return clone_node(info, adding=extra)
+
+
+def with_nominated_state(
+    profile: Profile,
+    state: CycleState,
+    info: NodeInfo,
+    pod: Pod,
+    nominated: NominatedPods | None,
+    priority_of: Callable[[Pod], int],
+    pending: Container[str] | None = None,
+) -> tuple[NodeInfo, CycleState] | None:
+    """Upstream's addGENominatedPods: the node with those nominated pods, and a clone of
+    the cycle state that counts them (their affinity, anti-affinity and spread matter
+    as if they ran there); None when there are none."""
+    extra = nominated_above(info, pod, nominated, priority_of, pending)
+    if not extra:
+        return None
+    crowded = clone_node(info, adding=extra)
+    crowded_state = state.clone()
+    for other in extra:
+        add_pod(profile, crowded_state, pod, other, crowded)
+    return crowded, crowded_state

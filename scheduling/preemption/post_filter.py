@@ -20,8 +20,12 @@ from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Decision, Scheduler, fit_error_message
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.choosing import candidates_wanted, pick_one_node
-from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated
-from volsched.scheduling.preemption.victims import Victims, select_victims_on_node
+from volsched.scheduling.preemption.nominated import (
+    NominatedPods,
+    with_nominated,
+    with_nominated_state,
+)
+from volsched.scheduling.preemption.victims import PodChanges, Victims, select_victims_on_node
 
 PREFIX = "preemption: "
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -61,25 +65,31 @@ def node_fits(
     info: NodeInfo,
     nominated: NominatedPods | None = None,
     priority_of: Callable[[Pod], int] | None = None,
+    profile: Profile | None = None,
 ) -> Status | None:
     """``checks`` (see ``active_filters``) on one node state (upstream's
     RunFilterPluginsWithNominatedPods): with the nominated pods that outrank the pod
-    first, then as the node is; None when the pod fits both ways."""
+    first — counted in a clone of ``state`` when ``profile`` is given — then as the
+    node is; None when the pod fits both ways."""
 
-    def run(node: NodeInfo) -> Status | None:
+    def run(node: NodeInfo, node_state: CycleState) -> Status | None:
         for plugin in checks:
-            status = plugin.filter(state, pod, node)
+            status = plugin.filter(node_state, pod, node)
             if status is not None:
                 return status.with_plugin(plugin.name)
         return None
 
     if nominated is not None and priority_of is not None:
-        crowded = with_nominated(info, pod, nominated, priority_of)
+        if profile is not None:
+            crowded = with_nominated_state(profile, state, info, pod, nominated, priority_of)
+        else:
+            node = with_nominated(info, pod, nominated, priority_of)
+            crowded = None if node is None else (node, state)
         if crowded is not None:
-            status = run(crowded)
+            status = run(*crowded)
             if status is not None:
                 return status
-    return run(info)
+    return run(info, state)
 
 
 def eligibility_problem(cluster: ClusterCache, pod: Pod, decision: Decision) -> str | None:
@@ -158,16 +168,19 @@ class Preemptor:
         ordered = potential[offset:] + potential[:offset]
         budgets = list(self.cluster.disruption_budgets.values())
         priority_of = self.cluster.pod_priority
-        state = decision.state
-        checks = active_filters(self.scheduler.profile, state)
+        profile = self.scheduler.profile
+        checks = active_filters(profile, decision.state)
         errors: list[str] = []
         free_of_violations = 0
 
-        def fits(node: NodeInfo) -> Status | None:
-            return node_fits(checks, state, pod, node, self.nominated, priority_of)
+        def fits(node: NodeInfo, state: CycleState) -> Status | None:
+            return node_fits(checks, state, pod, node, self.nominated, priority_of, profile)
 
+        changes = PodChanges(profile, pod)
         for info in ordered:
-            victims, status = select_victims_on_node(info, pod, priority_of, budgets, fits)
+            victims, status = select_victims_on_node(
+                info, pod, priority_of, budgets, fits, decision.state.clone(), changes
+            )
             if victims is not None:
                 result.candidates[info.name] = victims
                 free_of_violations += victims.pdb_violations == 0

@@ -19,13 +19,32 @@ from dataclasses import dataclass
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.policy import PodDisruptionBudget
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.pod_changes import add_pod, remove_pod
+from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.nominated import clone_node
 
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 
-# Runs every filter of the profile on a node state; None when the pod fits.
-FitCheck = Callable[[NodeInfo], Status | None]
+# Runs every filter of the profile on a node state with its cycle state; None when the
+# pod fits.
+FitCheck = Callable[[NodeInfo, CycleState], Status | None]
+
+
+@dataclass(frozen=True, slots=True)
+class PodChanges:
+    """Tells the preemptor's PreFilter states of the pods the dry run takes off a node
+    and puts back (upstream's removePod / addPod in SelectVictimsOnNode)."""
+
+    profile: Profile
+    pod: Pod
+
+    def removed(self, state: CycleState, victim: Pod, node: NodeInfo) -> None:
+        remove_pod(self.profile, state, self.pod, victim, node)
+
+    def added(self, state: CycleState, victim: Pod, node: NodeInfo) -> None:
+        add_pod(self.profile, state, self.pod, victim, node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,16 +98,26 @@ def select_victims_on_node(
     priority_of: Callable[[Pod], int],
     budgets: Sequence[PodDisruptionBudget],
     fits: FitCheck,
+    state: CycleState | None = None,
+    changes: PodChanges | None = None,
 ) -> tuple[Victims | None, Status | None]:
-    """The victims on this node, or the status saying why preemption cannot help here."""
+    """The victims on this node, or the status saying why preemption cannot help here.
+
+    ``state`` is this node's own clone of the cycle state; with ``changes`` it follows
+    every pod taken off the node and put back, so affinity and spread are judged on
+    the node as the dry run left it."""
+    cycle_state = state if state is not None else CycleState()
     own = priority_of(pod)
     lower = [other for other in info.pods.values() if priority_of(other) < own]
     if not lower:
         return None, Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (REASON_NO_VICTIMS,))
     lower.sort(key=lambda other: importance_key(other, priority_of))
     removed = {other.meta.key for other in lower}
-    state = clone_node(info, without=removed)
-    status = fits(state)
+    node = clone_node(info, without=removed)
+    if changes is not None:
+        for other in lower:
+            changes.removed(cycle_state, other, node)
+    status = fits(node, cycle_state)
     if status is not None:
         return None, status
     violating, others = split_by_budget(lower, budgets)
@@ -96,10 +125,14 @@ def select_victims_on_node(
     violations = 0
     for group, counts in ((violating, True), (others, False)):
         for candidate in group:
-            state.add_pod(candidate)
-            if fits(state) is None:
+            node.add_pod(candidate)
+            if changes is not None:
+                changes.added(cycle_state, candidate, node)
+            if fits(node, cycle_state) is None:
                 continue
-            state.remove_pod(candidate.meta.key)
+            node.remove_pod(candidate.meta.key)
+            if changes is not None:
+                changes.removed(cycle_state, candidate, node)
             victims.append(candidate)
             violations += counts
     if not victims:
