@@ -63,15 +63,6 @@ def pending_pods(cluster: ClusterCache, scheduler_name: str | None) -> list[Pod]
     return in_queue_order(cluster, pods)
 
 
-def _schedule_on(scheduler: Scheduler, pod: Pod, node_name: str) -> Decision:
-    """Decide the pod on its nominated node first, then anywhere (upstream evaluates the
-    nominated node before the others)."""
-    decision = scheduler.find_node(pod, only={node_name})
-    if decision.node is None:
-        return scheduler.schedule(pod)
-    return scheduler.commit(decision)
-
-
 def decide_with_preemption(scheduler: Scheduler, preemptor: Preemptor, pod: Pod) -> PodOutcome:
     decision = scheduler.schedule(pod)
     if decision.node is not None:
@@ -81,7 +72,8 @@ def decide_with_preemption(scheduler: Scheduler, preemptor: Preemptor, pod: Pod)
         return PodOutcome(decision, claim_outcomes(decision), preemption)
     for victim in preemption.victims:
         scheduler.cluster.delete("Pod", victim.meta.key)
-    again = _schedule_on(scheduler, pod, preemption.node)
+    # The daemon's path: the nominated node first (Scheduler.schedule), then anywhere.
+    again = scheduler.schedule(pod, nominated_node=preemption.node)
     return PodOutcome(again, claim_outcomes(again), preemption, decision)
 
 

@@ -12,7 +12,7 @@ done that a later cycle would not redo.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
 from volsched.cache.errors import ApiError, NotFound
@@ -87,16 +87,22 @@ class Preempting:
         return True
 
     async def carry_out(self, preemptor: Pod, preemption: Preemption) -> bool:
-        """Nominate, then evict every victim; False when any step failed (the pod's next
-        cycle decides again from what is left)."""
+        """Nominate, evict every victim, and clear the nominations of lower-priority pods
+        on the node (upstream's prepareCandidate); False when any step failed (the pod's
+        next cycle decides again from what is left)."""
         node = preemption.node
         if node is None:
-            if preemption.clear_nomination and preemptor.nominated_node_name:
-                await self.nominate(preemptor, "")
             return False
         if not await self.nominate(preemptor, node):
             return False
         evicted = True
         for victim in preemption.victims:
             evicted = await self.evict(preemptor, victim, node) and evicted
+        await self.clear_nominations(preemption.lower_nominated)
         return evicted
+
+    async def clear_nominations(self, pods: Iterable[Pod]) -> None:
+        """``status.nominatedNodeName`` cleared on each pod (upstream's
+        ClearNominatedNodeName)."""
+        for pod in pods:
+            await self.nominate(pod, "")

@@ -172,10 +172,12 @@ class SchedulingLoop:
             if preemption is not None and preemption.node is not None:
                 if nominated is not None:
                     nominated.nominate(pod, preemption.node)
+                    for other in preemption.lower_nominated:
+                        nominated.forget(other.meta.key)
                 self._spawn(self._preempt(pod, preemption))
             else:
-                if nominated is not None and preemption is not None and preemption.clear_nomination:
-                    nominated.forget(pod.meta.key)
+                if preemption is not None and preemption.clear_nomination:
+                    self._clear_nomination(pod)
                 self.queue.requeue_unschedulable(pod, decision.failed_plugins)
         self.metrics.schedule_attempts.labels(result=result, profile=pod.scheduler_name).inc()
         self.metrics.attempt_duration.labels(result=result, profile=pod.scheduler_name).observe(
@@ -187,6 +189,16 @@ class SchedulingLoop:
             # kube-scheduler's FailedScheduling text: the filter message, then PostFilter's.
             message += " " + preemption.message
         self._spawn(self.reporter.failed(pod, message, reason))
+
+    def _clear_nomination(self, pod: Pod) -> None:
+        """No node can be helped any more: the pod holds no room anywhere (upstream
+        clears ``status.nominatedNodeName``)."""
+        nominated = self.scheduler.nominated
+        held = nominated.node_of(pod.meta.key) if nominated is not None else ""
+        if nominated is not None:
+            nominated.forget(pod.meta.key)
+        if (held or pod.nominated_node_name) and self.preempting is not None:
+            self._spawn(self.preempting.clear_nominations((pod,)))
 
     def _preemptor_for(self, pod: Pod) -> Preemptor:
         return self.preemptors.get(pod.scheduler_name) or next(iter(self.preemptors.values()))

@@ -126,9 +126,28 @@ class Scheduler:
         # each preemption at once and needs none).
         self.nominated: NominatedPods | None = None
 
-    def schedule(self, pod: Pod) -> Decision:
-        """Decide one pod and, when a node is chosen, reserve it (assume)."""
-        return self.commit(self.find_node(pod))
+    def schedule(self, pod: Pod, nominated_node: str | None = None) -> Decision:
+        """Decide one pod — its nominated node first — and, when a node is chosen,
+        reserve it (assume)."""
+        return self.commit(self.find_node_nominated_first(pod, nominated_node))
+
+    def nominated_node_of(self, pod: Pod) -> str:
+        """The node a preemption cleared for the pod: the nominator's word, else the
+        pod's ``status.nominatedNodeName`` (written before a restart, or by another
+        leader)."""
+        held = self.nominated.node_of(pod.meta.key) if self.nominated is not None else ""
+        return held or pod.nominated_node_name
+
+    def find_node_nominated_first(self, pod: Pod, nominated_node: str | None = None) -> Decision:
+        """Upstream's evaluateNominatedNode: a pod with a nominated node is tried there
+        alone first, and goes there if it fits; otherwise every node is judged as for
+        any pod. ``nominated_node`` overrides the pod's own (a preemption just done)."""
+        node = self.nominated_node_of(pod) if nominated_node is None else nominated_node
+        if node and node in self.cluster.nodes:
+            decision = self.find_node(pod, only={node})
+            if decision.node is not None:
+                return decision
+        return self.find_node(pod)
 
     def commit(self, decision: Decision) -> Decision:
         """Reserve the node a ``find_node`` chose and assume the pod there; a failed

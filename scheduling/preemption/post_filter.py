@@ -41,8 +41,11 @@ class Preemption:
     On success ``node`` is the nominated node and ``victims`` the pods to evict, most
     important first, and ``message`` is None; otherwise ``message`` is the PostFilter
     text users see. ``candidates`` and ``rejected`` say, per node, what the dry run found
-    (for ``explain``). ``clear_nomination`` is set when the pod's earlier nomination no
-    longer holds (no node can be helped), as upstream clears it.
+    (for ``explain``). ``clear_nomination`` is set when no node is a candidate, so the
+    pod's earlier nomination no longer holds: upstream's PostFilter then answers with an
+    empty nominated node, and the scheduler clears ``status.nominatedNodeName``.
+    ``lower_nominated`` are the pods of lower priority nominated to the chosen node,
+    whose nominations upstream clears (they would not fit beside the preemptor).
     """
 
     node: str | None = None
@@ -51,6 +54,7 @@ class Preemption:
     candidates: dict[str, Victims] = field(default_factory=dict)
     rejected: dict[str, list[str]] = field(default_factory=dict)
     clear_nomination: bool = False
+    lower_nominated: tuple[Pod, ...] = ()
 
 
 def active_filters(profile: Profile, state: CycleState) -> list[FilterPlugin]:
@@ -149,6 +153,7 @@ class Preemptor:
         errors = self._dry_run(decision, potential, result)
         chosen = pick_one_node(list(result.candidates.values()), self.cluster.pod_priority)
         if chosen is None:
+            result.clear_nomination = not errors
             if errors:
                 result.message = PREFIX + errors[0]
             else:
@@ -156,6 +161,13 @@ class Preemptor:
             return result
         result.node = chosen.node
         result.victims = chosen.pods
+        if self.nominated is not None:
+            own = self.cluster.pod_priority(pod)
+            result.lower_nominated = tuple(
+                other
+                for key, other in sorted(self.nominated.on_node(chosen.node).items())
+                if key != pod.meta.key and self.cluster.pod_priority(other) < own
+            )
         return result
 
     def _dry_run(
