@@ -6,7 +6,11 @@ Affinity terms keep upstream's namespace rules: with neither ``namespaces`` nor 
 ``namespaceSelector`` a term means the pod's own namespace; an empty selector ``{}``
 means every namespace. ``matchLabelKeys`` / ``mismatchLabelKeys`` are folded into the
 label selector with the pod's own label values (``In`` / ``NotIn``), as the API server
-does when it admits the pod; folding twice is harmless (the same requirement ANDed).
+does once, when it admits the pod. A pod read from the API server already carries the
+folded requirement, made from its labels at creation; a key the selector already names
+is therefore not folded again from the labels the pod has now (a label changed since
+would add a requirement no pod meets, and an anti-affinity would stop protecting its
+pod). A pod from a file that never went through admission is folded here.
 """
 
 from __future__ import annotations
@@ -86,12 +90,17 @@ def _with_label_keys(
     selector: LabelSelector | None, item: Fields, pod_labels: Mapping[str, str], mismatch: bool
 ) -> LabelSelector | None:
     extra = []
+    named = (
+        {key for key, _ in selector.match_labels} | {r.key for r in selector.match_expressions}
+        if selector is not None
+        else set()
+    )
     for key in item.str_list("matchLabelKeys"):
-        if key in pod_labels:
+        if key in pod_labels and key not in named:
             extra.append(Requirement(key, "In", (pod_labels[key],)))
     if mismatch:
         for key in item.str_list("mismatchLabelKeys"):
-            if key in pod_labels:
+            if key in pod_labels and key not in named:
                 extra.append(Requirement(key, "NotIn", (pod_labels[key],)))
     if not extra or selector is None:
         return selector
