@@ -363,4 +363,6 @@ class InterPodAffinity:
         high = max(scores.values())
         spread = high - low
         for name, value in scores.items():
-            scores[name] = int(MAX_NODE_SCORE * (value - low) / spread) if spread > 0 else 0
+            # Go's float64(MaxNodeScore) * (float64(v-min) / float64(max-min)), truncated:
+            # the ratio first, as upstream, so 29 of 100 normalizes to 28, not 29.
+            scores[name] = int(MAX_NODE_SCORE * ((value - low) / spread)) if spread > 0 else 0

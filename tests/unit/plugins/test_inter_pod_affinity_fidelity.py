@@ -1,6 +1,7 @@
-"""``matchLabelKeys`` is folded into an affinity term's selector once, as kube-apiserver
-does when it admits the pod: a pod read back from the API server already carries the
-folded requirement, and a label changed since must not fold a second, contradicting one."""
+"""InterPodAffinity where it departed from upstream: ``matchLabelKeys`` is folded into a
+term's selector once, as kube-apiserver does when it admits the pod (a label changed
+since must not fold a second, contradicting requirement), and normalized scores round as
+upstream's float arithmetic does."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from tests.unit.plugins.test_inter_pod_affinity import (
     existing,
     filter_all,
     incoming,
+    scores,
     snapshot,
     term,
 )
@@ -51,3 +53,17 @@ def test_a_term_from_a_file_is_folded_from_the_pod_s_labels() -> None:
     plugin = InterPodAffinity(snapshot(existing("db-0", "n1", {**DB, "tenant": "a"}, spec=guard)))
     assert filter_all(plugin, incoming({**DB, "tenant": "a"}))["n1"] is not None
     assert filter_all(plugin, incoming({**DB, "tenant": "b"}))["n1"] is None
+
+
+def preferred_term(app: str) -> Raw:
+    return term("app", "zone", values=(app,))
+
+
+def test_normalized_scores_round_as_upstream_s_float_arithmetic() -> None:
+    """Upstream's NormalizeScore: float64(100) * (float64(29) / float64(100)) is
+    28.999999999999996, truncated to 28 (an integer product first would give 29)."""
+    spec = affinity(preferred=[(29, preferred_term("a")), (100, preferred_term("b"))])
+    plugin = InterPodAffinity(
+        snapshot(existing("a-0", "n1", {"app": "a"}), existing("b-0", "n2", {"app": "b"}))
+    )
+    assert scores(plugin, incoming({"app": "web"}, spec)) == {"n1": 28, "n2": 100, "n3": 0}
