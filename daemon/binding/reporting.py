@@ -123,6 +123,7 @@ class Reporter:
         await self._event(victim, "Normal", "Preempted", "Preempting", message)
 
     async def scheduled(self, pod: Pod, node: str) -> None:
+        """Not for a pod bound through the extender's ``/bind``: kube-scheduler records it."""
         message = f"Successfully assigned {pod.meta.key} to {node}"
         await self._event(pod, "Normal", "Scheduled", "Binding", message)
 
