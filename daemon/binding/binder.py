@@ -128,7 +128,8 @@ class Binder:
         self.undoer = Undoer(client, cluster, ingest)
 
     async def bind(self, decision: Decision) -> bool:
-        """Run the whole binding cycle; True when the pod ended up bound."""
+        """Run the whole binding cycle; True when the pod ended up bound (the caller, the
+        scheduler that chose the node, records the ``Scheduled`` event)."""
         with self.tracer.start_as_current_span("binding_cycle") as span:
             span.set_attribute("volsched.pod", decision.pod.meta.key)
             span.set_attribute("volsched.node", decision.node or "")
@@ -199,7 +200,6 @@ class Binder:
             pod.meta.key, self.clock() + self.settings.assumed_pod_ttl_seconds
         )
         self.queue.done(pod.meta.key)
-        await self.reporter.scheduled(pod, intent.node)
         return True
 
     async def _give_up(

@@ -1,6 +1,10 @@
 """What users see in ``kubectl describe pod``: Scheduled / FailedScheduling events and the
 PodScheduled condition, worded as kube-scheduler words them.
 
+Events are core/v1 Events, counted, combined and rate-limited before they are written
+(``event_correlation``), as kube-scheduler's recorder does: a pod that fails again and
+again for the same reason has one event whose ``count`` grows, not one event per attempt.
+
 Reporting never fails a cycle: an event or condition that cannot be written is logged
 and dropped (the pod may have vanished meanwhile — a normal race).
 """
@@ -8,12 +12,12 @@ and dropped (the pod may have vanished meanwhile — a normal race).
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from volsched.cache.errors import ApiError
+from volsched.cache.errors import ApiError, NotFound
 from volsched.cache.objects.core import Pod
+from volsched.daemon.binding.event_correlation import Correlated, EventCorrelator, event_name
 from volsched.daemon.kube.client import KubeClient
 from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
@@ -45,11 +49,13 @@ class Reporter:
         scheduler_name: str,
         instance: str,
         clock: Callable[[], float],
+        correlator: EventCorrelator | None = None,
     ) -> None:
         self.client = client
         self.scheduler_name = scheduler_name
         self.instance = instance
         self.clock = clock
+        self.correlator = correlator or EventCorrelator(clock)
 
     def event_body(
         self, pod: Pod, event_type: str, reason: str, action: str, message: str
@@ -60,7 +66,7 @@ class Reporter:
             "kind": "Event",
             "metadata": {
                 # Explicit names: events.k8s.io rejects a generateName ending in a dot.
-                "name": f"{pod.name}.{secrets.token_hex(8)}",
+                "name": event_name(pod.name),
                 "namespace": pod.namespace,
             },
             "involvedObject": {
@@ -88,15 +94,36 @@ class Reporter:
         self, pod: Pod, event_type: str, reason: str, action: str, message: str
     ) -> None:
         body = self.event_body(pod, event_type, reason, action, message)
+        correlated = self.correlator.correlate(body)
+        if correlated is None:
+            log.debug("%s event for %s not written: too many events about it", reason, pod.meta.key)
+            return
         try:
-            await self.client.create("Event", body, namespace=pod.namespace)
+            await self._write(correlated, pod.namespace)
         except ApiError as exc:
             log.info("could not record %s event for %s: %s", reason, pod.meta.key, exc)
+
+    async def _write(self, correlated: Correlated, namespace: str) -> None:
+        event = correlated.event
+        if correlated.patch is not None:
+            try:
+                await self.client.patch(
+                    "Event",
+                    event["metadata"]["name"],
+                    correlated.patch,
+                    namespace=namespace,
+                    strategic=True,
+                )
+                return
+            except NotFound:
+                pass  # gone (the API server's event TTL) or never written: create it whole
+        await self.client.create("Event", event, namespace=namespace)
 
     async def preempted(self, victim: Pod, message: str) -> None:
         await self._event(victim, "Normal", "Preempted", "Preempting", message)
 
     async def scheduled(self, pod: Pod, node: str) -> None:
+        """Not for a pod bound through the extender's ``/bind``: kube-scheduler records it."""
         message = f"Successfully assigned {pod.meta.key} to {node}"
         await self._event(pod, "Normal", "Scheduled", "Binding", message)
 

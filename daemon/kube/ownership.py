@@ -36,8 +36,8 @@ class Writer(StrEnum):
 WRITES: dict[Writer, frozenset[tuple[str, str]]] = {
     # Decisions made real and taken back: PV claimRefs and claim annotations (prebind,
     # provisioning, undo, recovery), the pod's binding and its status (PodScheduled,
-    # nominatedNodeName, a victim's DisruptionTarget), preemption's victims, events, and
-    # volsched's own Replicas.
+    # nominatedNodeName, a victim's DisruptionTarget), preemption's victims, events (and
+    # the patch that counts an event seen again), and volsched's own Replicas.
     Writer.BINDING: frozenset(
         {
             ("replace", "PersistentVolume"),
@@ -47,6 +47,7 @@ WRITES: dict[Writer, frozenset[tuple[str, str]]] = {
             ("patch", "Pod/status"),
             ("delete", "Pod"),
             ("create", "Event"),
+            ("patch", "Event"),
             ("create", "Replica"),
             ("patch", "Replica"),
             ("delete", "Replica"),

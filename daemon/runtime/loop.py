@@ -227,6 +227,10 @@ class SchedulingLoop:
             self.scheduler.unreserve(decision)
             self.queue.requeue_error(decision.pod)
             bound = False
+        if bound and decision.node is not None:
+            # The scheduler that chose the node says so, as kube-scheduler's finishBinding
+            # does; a pod bound through the extender's /bind gets kube-scheduler's event.
+            await self.reporter.scheduled(decision.pod, decision.node)
         now = self.monotonic()
         result = "scheduled" if bound else "error"
         profile = decision.pod.scheduler_name

@@ -238,6 +238,35 @@ def render_events(_: Context) -> str:
     )
 
 
+def render_event_limits(_: Context) -> str:
+    module = import_module("volsched.daemon.binding.event_correlation")
+    minutes = float(attribute(module, "AGGREGATE_INTERVAL_SECONDS")) / 60
+    refill_minutes = 1 / float(attribute(module, "SPAM_REFILL_PER_SECOND")) / 60
+    rows = [
+        (
+            "The same event again: same pod, reason, type and message",
+            "The first event is patched: `count` + 1, `lastTimestamp`, the message. "
+            "If the API server has dropped it (event TTL), it is created again with its count.",
+        ),
+        (
+            f"{attribute(module, 'AGGREGATE_MAX_MESSAGES')} different messages of one reason "
+            f"for one pod, each within {minutes:g} minutes of the last",
+            "The last of them and every later one are one event, its message prefixed "
+            f"{code(attribute(module, 'COMBINED_PREFIX').strip())}, counted as above.",
+        ),
+        (
+            "Events about one pod",
+            f"{attribute(module, 'SPAM_BURST')} at once, then one every {refill_minutes:g} "
+            "minutes; one over the limit is not written, and the next one written counts it.",
+        ),
+    ]
+    return (
+        table(("When", "What is written"), rows)
+        + f"\n\nThe rules of `{module.__name__}`; it remembers the "
+        f"{attribute(module, 'MAX_ENTRIES')} most recent pods and events of each rule."
+    )
+
+
 def _preemption_reason() -> str:
     module = importlib.import_module("volsched.scheduling.preemption.post_filter")
     return str(attribute(module, "PREEMPTED_BY_SCHEDULER"))
@@ -617,6 +646,7 @@ GENERATORS: dict[str, Callable[[Context], str]] = {
     "cli": render_cli,
     "metrics": render_metrics,
     "events": render_events,
+    "event-limits": render_event_limits,
     "reasons": render_reasons,
     "plugins": render_plugins,
     "policy-names": render_policy_names,
@@ -632,7 +662,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "reference/kubeschedulerconfiguration.md": ("plugins",),
     "reference/policy.md": ("policy-names",),
     "reference/metrics.md": ("metrics",),
-    "reference/events.md": ("events", "reasons"),
+    "reference/events.md": ("events", "event-limits", "reasons"),
     "performance.md": (
         "bench-runs",
         "bench-targets",

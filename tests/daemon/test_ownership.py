@@ -24,6 +24,8 @@ CASES = [
     (Writer.BINDING, "patch", "Pod/status", True),
     (Writer.BINDING, "delete", "Pod", True),
     (Writer.BINDING, "create", "Event", True),
+    (Writer.BINDING, "patch", "Event", True),
+    (Writer.BINDING, "replace", "Event", False),
     (Writer.BINDING, "create", "Replica", True),
     (Writer.BINDING, "replace", "Pod", False),
     (Writer.BINDING, "delete", "PersistentVolume", False),

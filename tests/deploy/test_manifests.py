@@ -303,6 +303,7 @@ DAEMON_NEEDS_CLUSTER_WIDE: list[tuple[str, str, str]] = [
     ("", "pods/status", "patch"),
     ("", "pods", "delete"),  # preemption
     ("", "events", "create"),
+    ("", "events", "patch"),  # an event seen again: its count
     ("events.k8s.io", "events", "create"),
     # Delegated authentication and authorisation of callers of the extender and /metrics.
     ("authentication.k8s.io", "tokenreviews", "create"),

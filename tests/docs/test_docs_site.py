@@ -65,7 +65,11 @@ def test_the_site_builds_with_its_generated_pages(tmp_path: Path) -> None:
     pages = {
         "reference/cli": ["volsched simulate", "--leader-elect"],
         "reference/metrics": ["scheduler_schedule_attempts_total", "volsched_database_writable"],
-        "reference/events": ["FailedScheduling", "node(s) had volume node affinity conflict"],
+        "reference/events": [
+            "FailedScheduling",
+            "node(s) had volume node affinity conflict",
+            "(combined from similar events):",
+        ],
         "reference/kubeschedulerconfiguration": ["DefaultPreemption", "ImageLocality"],
         "reference/policy": ["CheckVolumeBinding", "ServiceSpreadingPriority"],
         "performance": ["engine-wffc-scaling", "e2e-plain-throughput.png"],

@@ -119,6 +119,27 @@ async def test_bind_runs_the_full_binding_cycle(cluster: Cluster) -> None:
     assert status == 200 and "already assigned to node node-1" in result["Error"]
 
 
+async def test_bind_leaves_the_scheduled_event_to_kube_scheduler(cluster: Cluster) -> None:
+    """kube-scheduler records `Scheduled` itself once an extender has bound the pod, so
+    volsched's `/bind` records none: the pod shows one `Scheduled` event, not two."""
+    daemon = await setup(cluster)
+    web = kube_pod(cluster, "web")
+    status, result = await post(
+        daemon,
+        "bind",
+        {
+            "PodName": "web",
+            "PodNamespace": "default",
+            "PodUID": web["metadata"]["uid"],
+            "Node": "node-1",
+        },
+    )
+    # The call returns once the whole binding cycle, reporting included, is done.
+    assert status == 200 and result == {"Error": ""}
+    assert cluster.node_of("web") == "node-1"
+    assert [e for e in cluster.events_for("web") if e.get("reason") == "Scheduled"] == []
+
+
 async def test_preempt_drops_nodes_ruled_out_by_volumes(cluster: Cluster) -> None:
     daemon = await setup(cluster)
     body = {
