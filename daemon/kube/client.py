@@ -179,20 +179,12 @@ class KubeClient:
     def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
         """The same connection, sending only ``writer``'s writes — and, with ``leading``,
         only while it says this replica leads."""
-        return self._scoped(writer, WRITES[writer], leading)
+        seconds = self.request_timeout.total or 30.0
+        return type(self)(self.api, seconds, writer, WRITES[writer], leading)
 
     def read_only(self) -> KubeClient:
         """The same connection, sending no write at all."""
-        return self._scoped(None, frozenset())
-
-    def _scoped(
-        self,
-        writer: Writer | None,
-        writes: frozenset[tuple[str, str]],
-        leading: Callable[[], bool] | None = None,
-    ) -> KubeClient:
-        seconds = self.request_timeout.total or 30.0
-        return type(self)(self.api, seconds, writer=writer, writes=writes, leading=leading)
+        return type(self)(self.api, self.request_timeout.total or 30.0, writes=frozenset())
 
     def _may(self, verb: str, target: str) -> None:
         check_write(self.writer, self.writes, verb, target)
