@@ -13,12 +13,13 @@ import contextlib
 import datetime
 import json
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 
 from aiohttp import web
 
-from volsched.emulator.access import AccessTable, access_routes
+from volsched.emulator.access import AccessTable, access_routes, service_account_user
 from volsched.emulator.controller_manager import ControllerManager
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.errors import MODIFIED, ApiError, reason_for
@@ -83,7 +84,7 @@ class ApiServer:
             self.registry, self.faults, self.bookmark_interval_seconds, self.watch_timeout_seconds
         )
         app = web.Application(middlewares=[self._middleware], client_max_size=32 * 1024**2)
-        app.router.add_routes(access_routes(self.access))
+        app.router.add_routes(access_routes(self.access, self.registry.objects))
         app.router.add_route("*", "/{tail:.*}", handlers.handle)
         runner = web.AppRunner(
             app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
@@ -169,6 +170,18 @@ class ApiServer:
             created = self.registry.create(resource, namespace, obj, from_client=False)
             stored.append(clone(serve(resource, created)))
         return stored
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A token for the ServiceAccount, as the kubelet mounts one into a pod running as
+        it (``/var/run/secrets/kubernetes.io/serviceaccount/token``); TokenReviews then
+        authenticate it as ``system:serviceaccount:<namespace>:<name>``."""
+        account = self.registry.stored(self.registry.core("serviceaccounts"), namespace, name)
+        if account is None:
+            raise ApiError(404, "NotFound", f'serviceaccounts "{name}" not found')
+        token = f"sa-{secrets.token_urlsafe(24)}"
+        uid = str(mapping(account, "metadata").get("uid") or "")
+        self.access.tokens[token] = service_account_user(namespace, name, uid)
+        return token
 
     def get(
         self, kind: str, name: str, namespace: str = "", api_version: str | None = None
