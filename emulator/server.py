@@ -22,6 +22,8 @@ from aiohttp import web
 from volsched.emulator.access import AccessTable, access_routes, service_account_user
 from volsched.emulator.controller_manager import ControllerManager
 from volsched.emulator.controllers import ControllerSettings
+from volsched.emulator.core_controllers import default_service_account
+from volsched.emulator.defaults import DEFAULT_SERVICE_ACCOUNT
 from volsched.emulator.errors import MODIFIED, ApiError, reason_for
 from volsched.emulator.faults import (
     WRITE_METHODS,
@@ -32,7 +34,7 @@ from volsched.emulator.faults import (
     WriteRequest,
 )
 from volsched.emulator.handlers import ON_OPEN, Handlers, error_response, parse_target
-from volsched.emulator.raw import Raw, clone, mapping
+from volsched.emulator.raw import Raw, clone, mapping, name_of
 from volsched.emulator.registry import Registry, serve
 from volsched.emulator.resources import ResourceTable
 from volsched.emulator.store import Store
@@ -135,12 +137,18 @@ class ApiServer:
     # Seeding and inspecting.
 
     def ensure_namespace(self, name: str) -> Raw:
+        """The namespace, made when missing, with its ``default`` ServiceAccount as a
+        cluster that has been running has it (whether or not the ServiceAccount
+        controller runs: a namespace made here is part of the cluster's starting state)."""
         namespaces = self.registry.core("namespaces")
         existing = self.registry.stored(namespaces, "", name)
         if existing is not None:
             return clone(existing)
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        return clone(self.registry.create(namespaces, "", body))
+        created = clone(self.registry.create(namespaces, "", body))
+        accounts = self.registry.core("serviceaccounts")
+        self.registry.create(accounts, name, default_service_account(name), from_client=False)
+        return created
 
     def load(self, objects: Iterable[Raw]) -> list[Raw]:
         """Store objects of any served kind as given (status, uid and times kept).
@@ -167,6 +175,12 @@ class ApiServer:
             if resource.namespaced:
                 namespace = str(mapping(obj, "metadata").get("namespace") or "default")
                 self.ensure_namespace(namespace)
+            if resource.key == ("", "serviceaccounts"):
+                # A namespace's default account is already there (see ensure_namespace).
+                seeded = self.registry.stored(resource, namespace, name_of(obj))
+                if seeded is not None and name_of(obj) == DEFAULT_SERVICE_ACCOUNT:
+                    stored.append(clone(serve(resource, seeded)))
+                    continue
             created = self.registry.create(resource, namespace, obj, from_client=False)
             stored.append(clone(serve(resource, created)))
         return stored
