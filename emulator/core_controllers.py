@@ -17,6 +17,7 @@ from volsched.emulator.controllers import Controller
 from volsched.emulator.defaults import DEFAULT_SERVICE_ACCOUNT, NOT_READY_TAINT
 from volsched.emulator.errors import ApiError
 from volsched.emulator.raw import Raw, clone, mapping, metadata, name_of
+from volsched.emulator.store import Change
 
 
 def default_service_account(namespace: str) -> Raw:
@@ -44,6 +45,12 @@ def _is_not_ready_taint(taint: object) -> bool:
 
 class ServiceAccountController(Controller):
     name = "serviceaccount-controller"
+    # Only these kinds can change what it does: it sleeps through everything else.
+    watched = (("", "namespaces"), ("", "serviceaccounts"))
+
+    def notify(self, key: tuple[str, str], change: Change) -> None:
+        if key in self.watched:
+            super().notify(key, change)
 
     def reconcile(self) -> None:
         accounts = self.kind("", "serviceaccounts")
@@ -63,6 +70,10 @@ class ServiceAccountController(Controller):
 
 class NodeLifecycleController(Controller):
     name = "node-lifecycle-controller"
+
+    def notify(self, key: tuple[str, str], change: Change) -> None:
+        if key == ("", "nodes"):
+            super().notify(key, change)
 
     def reconcile(self) -> None:
         for node in self.objects("", "nodes"):
