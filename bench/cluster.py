@@ -3,10 +3,14 @@
     python -m bench cluster --kubeconfig FILE [--shape none|wffc] [--nodes 300]
         [--pods 1000] [--pvs-per-node 2] [--i-understand-this-creates-nodes] [--out DIR]
 
-What it does, in order: creates a namespace, fake nodes (labelled ``volsched.io/bench``
-with the run's id, kept Ready by renewing their node Leases as a kubelet would, so the
-node lifecycle controller does not taint them), and for ``wffc`` a WaitForFirstConsumer
-StorageClass with local PVs pinned to the fake nodes; starts ``volsched run`` on this
+What it does, in order: creates a namespace and its ``default`` ServiceAccount (the API
+server refuses pods without one, and a bare control plane has no ServiceAccount
+controller to make it), fake nodes (labelled ``volsched.io/bench`` with the run's id,
+kept Ready by renewing their node Leases as a kubelet would, so the node lifecycle
+controller does not taint them, and freed of the ``node.kubernetes.io/not-ready`` taint
+the API server puts on every new node, which only that controller would lift), and for
+``wffc`` a WaitForFirstConsumer StorageClass with local PVs pinned to the fake nodes;
+it says in one line what it made that way; starts ``volsched run`` on this
 machine with a scheduler name of its own; creates the measured pods (that scheduler
 name, one claim each for ``wffc``) and samples once a second how many are bound, as the
 embedded benchmarks and scheduler_perf do; then restarts volsched twice against the
@@ -51,12 +55,13 @@ from bench.e2e import (
     summary,
 )
 from bench.restart import disk_load
-from volsched.cache.errors import ApiError, NotFound
+from volsched.cache.errors import ApiError, Conflict, NotFound
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.watching import CATCH_UP_RELIST
 
 Raw = dict[str, Any]
 LABEL = "volsched.io/bench"
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 NODE_LEASE_NAMESPACE = "kube-node-lease"
@@ -244,14 +249,64 @@ async def check_cluster(client: KubeClient, run: ClusterRun) -> int:
     return len(nodes)
 
 
-async def _create_all(client: KubeClient, kind: str, objects: list[Raw], batch: int = 50) -> None:
+async def _create_all(
+    client: KubeClient, kind: str, objects: list[Raw], batch: int = 50
+) -> list[Raw]:
+    """Create the objects; returns them as the API server stored them."""
+    created: list[Raw] = []
     for start in range(0, len(objects), batch):
-        await asyncio.gather(
+        created += await asyncio.gather(
             *(
                 client.create(kind, obj, (obj.get("metadata") or {}).get("namespace"))
                 for obj in objects[start : start + batch]
             )
         )
+    return created
+
+
+def default_service_account(run: ClusterRun) -> Raw:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": run.namespace},
+    }
+
+
+async def ensure_default_service_account(client: KubeClient, run: ClusterRun) -> bool:
+    """The namespace's ``default`` ServiceAccount, which every pod runs as: the
+    ServiceAccount admission refuses a pod whose account does not exist (403), and only
+    kube-controller-manager's ServiceAccount controller makes it. True when made here."""
+    try:
+        await client.create("ServiceAccount", default_service_account(run), run.namespace)
+    except Conflict:  # AlreadyExists: the cluster's controller was first
+        return False
+    return True
+
+
+def _is_not_ready_taint(taint: Raw) -> bool:
+    return taint.get("key") == NOT_READY_TAINT and taint.get("effect") == "NoSchedule"
+
+
+async def lift_not_ready_taints(client: KubeClient, nodes: list[Raw], batch: int = 50) -> int:
+    """Remove ``node.kubernetes.io/not-ready:NoSchedule`` from the fake nodes.
+
+    The API server's TaintNodesByCondition admission puts it on every new node, and the
+    node lifecycle controller lifts it once the node is Ready; without that controller
+    no pod would ever be scheduled on them. Returns how many nodes had it."""
+    tainted = [
+        node
+        for node in nodes
+        if any(_is_not_ready_taint(t) for t in (node.get("spec") or {}).get("taints") or [])
+    ]
+
+    async def lift(node: Raw) -> None:
+        kept = [t for t in node["spec"]["taints"] if not _is_not_ready_taint(t)]
+        with contextlib.suppress(NotFound):
+            await client.patch("Node", node["metadata"]["name"], {"spec": {"taints": kept}})
+
+    for start in range(0, len(tainted), batch):
+        await asyncio.gather(*(lift(node) for node in tainted[start : start + batch]))
+    return len(tainted)
 
 
 async def keep_nodes_alive(client: KubeClient, run: ClusterRun) -> None:
@@ -268,7 +323,9 @@ async def keep_nodes_alive(client: KubeClient, run: ClusterRun) -> None:
                 )
 
 
-async def set_up(client: KubeClient, run: ClusterRun) -> None:
+async def set_up(client: KubeClient, run: ClusterRun) -> dict[str, Any]:
+    """Create what the run needs; returns what it made in place of the cluster's
+    controllers (and says so in one line)."""
     await client.create(
         "Namespace",
         {
@@ -277,8 +334,25 @@ async def set_up(client: KubeClient, run: ClusterRun) -> None:
             "metadata": {"name": run.namespace, "labels": _labels(run)},
         },
     )
-    await _create_all(client, "Node", [fake_node(run, i) for i in range(run.nodes)])
+    account = await ensure_default_service_account(client, run)
+    nodes = await _create_all(client, "Node", [fake_node(run, i) for i in range(run.nodes)])
+    untainted = await lift_not_ready_taints(client, nodes)
     await _create_all(client, "Lease", [node_lease(run, i) for i in range(run.nodes)])
+    made = {
+        "service_account": f"{run.namespace}/default" if account else None,
+        "untainted_nodes": untainted,
+    }
+    said = []
+    if account:
+        said.append(f"created ServiceAccount {run.namespace}/default")
+    if untainted:
+        said.append(f"removed the {NOT_READY_TAINT} taint from {untainted} node(s)")
+    if said:
+        print(
+            f"bench cluster: {'; '.join(said)} (the cluster's controllers had not)",
+            file=sys.stderr,
+            flush=True,
+        )
     if run.shape == "wffc":
         await client.create("StorageClass", storage_class(run))
         rng = random.Random(1)
@@ -288,6 +362,7 @@ async def set_up(client: KubeClient, run: ClusterRun) -> None:
             for slot in range(run.pvs_per_node)
         ]
         await _create_all(client, "PersistentVolume", pvs)
+    return made
 
 
 async def tear_down(client: KubeClient, run: ClusterRun) -> dict[str, int]:
@@ -456,7 +531,7 @@ async def run_benchmark(run: ClusterRun, workdir: Path) -> dict[str, Any]:
     try:
         existing = await check_cluster(client, run)
         try:
-            await set_up(client, run)
+            made = await set_up(client, run)
             heartbeat = asyncio.create_task(keep_nodes_alive(client, run))
             ready = await daemon.start()
             result = await measure(client, run)
@@ -474,6 +549,7 @@ async def run_benchmark(run: ClusterRun, workdir: Path) -> dict[str, Any]:
             "nodes": run.nodes,
             "pvs": run.nodes * run.pvs_per_node if run.shape == "wffc" else 0,
             "nodes_before": existing,
+            "made_for_the_cluster": made,
             "daemon_ready_seconds": round(ready, 2),
             "deleted": deleted,
             **result,

@@ -2,9 +2,11 @@
 
 It speaks the real HTTP API over a loopback port — list, watch with resourceVersion and
 bookmarks, 410 after compaction, 409 on stale writes, merge and JSON patches, the status
-and binding subresources, CRDs — and plays the controllers a scheduler relies on (PV
-binding, dynamic provisioning, volsched's storage agent, optionally a kubelet), so the
-real daemon and the real kubernetes-asyncio client run against it unchanged.
+and binding subresources, CRDs, TokenReviews and SubjectAccessReviews (RBAC for
+non-resource URLs) — and plays the controllers a scheduler relies on (PV binding,
+dynamic provisioning, volsched's storage agent, the ServiceAccount and node lifecycle
+controllers, optionally a kubelet), so the real daemon and the real kubernetes-asyncio
+client run against it unchanged.
 
 It stands alone: it works on raw JSON dicts and imports nothing from volsched's other
 packages.

@@ -1,24 +1,34 @@
-"""TokenReview and SubjectAccessReview, answered from two small tables.
+"""TokenReview and SubjectAccessReview, answered from two small tables and from RBAC.
 
 Components that delegate authentication and authorisation (kube-scheduler, and volsched)
 POST these reviews; the emulator answers them as kube-apiserver does: a TokenReview's
 ``status`` holds ``authenticated`` and ``user`` (``username``, ``uid``, ``groups``) or
 an ``error``; a SubjectAccessReview's ``status`` holds ``allowed`` and a ``reason`` (and
 ``denied`` when a rule said no).  Only non-resource attributes are matched; anything
-else is not allowed.
+else is not allowed.  A request is allowed by the access table's rules, or as RBAC's
+authorizer allows it: a ClusterRoleBinding to a ClusterRole whose ``nonResourceURLs``
+and ``verbs`` cover it (only ClusterRoles can grant non-resource URLs).
+
+Tokens are the table's, plus those ``ApiServer.service_account_token`` hands out: what
+the kubelet mounts into a pod that runs as a ServiceAccount.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from volsched.emulator.errors import ApiError, bad_request
+from volsched.emulator.raw import Raw, mapping, name_of
 
 AUTHENTICATION = "authentication.k8s.io/v1"
 AUTHORIZATION = "authorization.k8s.io/v1"
+RBAC = "rbac.authorization.k8s.io"
+
+Lookup = Callable[[str, str], list[Raw]]  # (group, plural) -> stored objects
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +62,58 @@ class AccessTable:
         return False
 
 
+def service_account_user(namespace: str, name: str, uid: str = "") -> User:
+    """Who a ServiceAccount's token authenticates as (upstream's serviceaccount package)."""
+    return User(
+        f"system:serviceaccount:{namespace}:{name}",
+        ("system:serviceaccounts", f"system:serviceaccounts:{namespace}"),
+        uid,
+    )
+
+
+def _url_matches(rule_path: str, path: str) -> bool:
+    """RBAC's ``NonResourceURLMatches``: exact, ``*``, or a prefix ending in ``*``."""
+    if rule_path in ("*", path):
+        return True
+    return rule_path.endswith("*") and path.startswith(rule_path.rstrip("*"))
+
+
+def _binds(subject: Any, user: str, groups: Iterable[str]) -> bool:
+    if not isinstance(subject, dict):
+        return False
+    kind, name = subject.get("kind"), str(subject.get("name") or "")
+    if kind == "User":
+        return name == user
+    if kind == "Group":
+        return name in groups
+    if kind == "ServiceAccount":
+        namespace = str(subject.get("namespace") or "")
+        return service_account_user(namespace, name).name == user
+    return False
+
+
+def rbac_allows(lookup: Lookup, user: str, groups: list[str], path: str, verb: str) -> bool:
+    """Whether a ClusterRoleBinding of the user (or one of its groups) grants ``verb`` on
+    the non-resource ``path``."""
+    roles = {name_of(role): role for role in lookup(RBAC, "clusterroles")}
+    for binding in lookup(RBAC, "clusterrolebindings"):
+        role_ref = mapping(binding, "roleRef")
+        if role_ref.get("kind") != "ClusterRole" or not any(
+            _binds(s, user, groups) for s in binding.get("subjects") or []
+        ):
+            continue
+        role = roles.get(str(role_ref.get("name") or ""))
+        for rule in (role or {}).get("rules") or []:
+            if not isinstance(rule, dict):
+                continue
+            verbs = rule.get("verbs") or []
+            if "*" not in verbs and verb not in verbs:
+                continue
+            if any(_url_matches(str(url), path) for url in rule.get("nonResourceURLs") or []):
+                return True
+    return False
+
+
 async def _body(request: web.Request, kind: str) -> dict[str, Any]:
     try:
         body = await request.json()
@@ -62,7 +124,7 @@ async def _body(request: web.Request, kind: str) -> dict[str, Any]:
     return body
 
 
-def access_routes(table: AccessTable) -> list[web.RouteDef]:
+def access_routes(table: AccessTable, lookup: Lookup) -> list[web.RouteDef]:
     async def token_review(request: web.Request) -> web.Response:
         body = await _body(request, "TokenReview")
         token = body["spec"].get("token")
@@ -98,14 +160,16 @@ def access_routes(table: AccessTable) -> list[web.RouteDef]:
         attributes = spec.get("nonResourceAttributes")
         user = str(spec.get("user") or "")
         groups = [str(g) for g in spec.get("groups") or []]
-        allowed = False
+        reason = ""
         if isinstance(attributes, dict):
-            allowed = table.allowed(
-                user, groups, str(attributes.get("path") or ""), str(attributes.get("verb") or "")
-            )
-        status: dict[str, Any] = {"allowed": allowed}
-        if allowed:
-            status["reason"] = "allowed by the emulator's access table"
+            path, verb = str(attributes.get("path") or ""), str(attributes.get("verb") or "")
+            if table.allowed(user, groups, path, verb):
+                reason = "allowed by the emulator's access table"
+            elif rbac_allows(lookup, user, groups, path, verb):
+                reason = "RBAC: allowed by a ClusterRoleBinding"
+        status: dict[str, Any] = {"allowed": bool(reason)}
+        if reason:
+            status["reason"] = reason
         answer = {
             "kind": "SubjectAccessReview",
             "apiVersion": AUTHORIZATION,

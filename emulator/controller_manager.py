@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from volsched.emulator.controllers import Controller, ControllerSettings
+from volsched.emulator.core_controllers import NodeLifecycleController, ServiceAccountController
 from volsched.emulator.node_agents import Kubelet, StorageAgent
 from volsched.emulator.provisioner import Provisioner
 from volsched.emulator.pv_controller import PersistentVolumeController
@@ -22,6 +23,8 @@ class ControllerManager:
             (settings.provisioner, Provisioner),
             (settings.storage_agent, StorageAgent),
             (settings.kubelet, Kubelet),
+            (settings.service_accounts, ServiceAccountController),
+            (settings.node_lifecycle, NodeLifecycleController),
         )
         for on, factory in enabled:
             if on:

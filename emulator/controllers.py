@@ -45,10 +45,21 @@ class ControllerSettings:
     kubelet: bool = False
     node_ready_delay_seconds: float = 0.5
     pod_start_delay_seconds: float = 0.5
+    # kube-controller-manager's ServiceAccount and node lifecycle controllers (see
+    # core_controllers); both off is a bare control plane.
+    service_accounts: bool = True
+    node_lifecycle: bool = True
 
     @classmethod
     def none(cls) -> ControllerSettings:
-        return cls(pv_controller=False, provisioner=False, storage_agent=False, kubelet=False)
+        return cls(
+            pv_controller=False,
+            provisioner=False,
+            storage_agent=False,
+            kubelet=False,
+            service_accounts=False,
+            node_lifecycle=False,
+        )
 
 
 class Controller:

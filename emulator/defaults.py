@@ -1,12 +1,15 @@
 """Defaulting and the admission plugins a scheduler depends on.
 
 What a real cluster adds to an object between the client's POST and the first watch
-event: a pod's ``schedulerName`` and ``priority`` (Priority admission), a claim's
-StorageClass (DefaultStorageClass admission), PV and class defaults, a namespace's
-name label.  On a create through the API, the status of kinds whose status belongs to
-controllers is reset, as upstream's create strategies do (a new PV is ``Pending`` until
-the PV controller makes it ``Available``); ``ApiServer.load`` keeps status as given, since
-it restores a cluster's state rather than posting new objects.
+event: a pod's ``schedulerName`` and ``priority`` (Priority admission), its service
+account (ServiceAccount admission: a pod whose account does not exist is refused), a
+claim's StorageClass (DefaultStorageClass admission), a new node's
+``node.kubernetes.io/not-ready:NoSchedule`` taint (TaintNodesByCondition admission),
+PV and class defaults, a namespace's name label.  On a create through the API, the
+status of kinds whose status belongs to controllers is reset, as upstream's create
+strategies do (a new PV is ``Pending`` until the PV controller makes it ``Available``);
+``ApiServer.load`` keeps status as given, since it restores a cluster's state rather
+than posting new objects.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ DEFAULT_CLASS_ANNOTATIONS = (
 )
 
 Lookup = Callable[[str, str], list[Raw]]  # (group, plural) -> stored objects
+
+DEFAULT_SERVICE_ACCOUNT = "default"
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
 
 
 def _spec(obj: Raw) -> Raw:
@@ -64,15 +71,51 @@ def apply_defaults(group: str, plural: str, obj: Raw) -> None:
 
 
 def admit(group: str, plural: str, obj: Raw, lookup: Lookup) -> None:
-    """Mutating admission on create: pod priority, a claim's default StorageClass."""
+    """Admission on create: pod priority and service account, a claim's default
+    StorageClass, a new node's not-ready taint."""
     if group == "" and plural == "pods":
         _admit_priority(obj, lookup)
+        _admit_service_account(obj, lookup)
+    elif group == "" and plural == "nodes":
+        # Every new node starts tainted not-ready; the node lifecycle controller lifts the
+        # taint once the node is Ready. A control plane without that controller keeps it.
+        taints = _spec(obj).setdefault("taints", [])
+        if not any(
+            isinstance(t, dict)
+            and t.get("key") == NOT_READY_TAINT["key"]
+            and t.get("effect") == NOT_READY_TAINT["effect"]
+            for t in taints
+        ):
+            taints.append(dict(NOT_READY_TAINT))
     elif group == "" and plural == "persistentvolumeclaims":
         spec = _spec(obj)
         if "storageClassName" not in spec or spec["storageClassName"] is None:
             default = default_storage_class(lookup("storage.k8s.io", "storageclasses"))
             if default is not None:
                 spec["storageClassName"] = default
+
+
+def _admit_service_account(pod: Raw, lookup: Lookup) -> None:
+    """A pod runs as a ServiceAccount of its namespace (``default`` unless it names one),
+    which must exist: in a real cluster the ServiceAccount controller creates each
+    namespace's ``default`` shortly after the namespace. (The token volume upstream then
+    mounts is left out: nothing here reads it.)"""
+    if annotations_of(pod).get(MIRROR_POD_ANNOTATION) is not None:
+        return
+    spec = _spec(pod)
+    account = str(spec.get("serviceAccountName") or DEFAULT_SERVICE_ACCOUNT)
+    namespace = str(metadata(pod).get("namespace") or "")
+    found = any(
+        name_of(sa) == account and metadata(sa).get("namespace") == namespace
+        for sa in lookup("", "serviceaccounts")
+    )
+    if not found:
+        raise forbidden(
+            f'pods "{name_of(pod)}" is forbidden: error looking up service account '
+            f'{namespace}/{account}: serviceaccount "{account}" not found'
+        )
+    spec["serviceAccountName"] = account
+    spec["serviceAccount"] = account
 
 
 def _admit_priority(pod: Raw, lookup: Lookup) -> None:

@@ -85,6 +85,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _builtin("", "v1", "services", "Service", True, ("svc",), ("status",)),
     _builtin("", "v1", "events", "Event", True, ("ev",)),
     _builtin("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
     _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
     _builtin("storage.k8s.io", "v1", "csinodes", "CSINode", False),
     _builtin("storage.k8s.io", "v1", "csidrivers", "CSIDriver", False),
@@ -98,6 +99,8 @@ BUILTIN: tuple[ResourceType, ...] = (
     ),
     _builtin("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease", True),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+    _builtin("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False),
     _builtin("events.k8s.io", "v1", "events", "Event", True, ("ev",)),
     _builtin(
         "apiextensions.k8s.io",

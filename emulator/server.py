@@ -13,15 +13,18 @@ import contextlib
 import datetime
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 
 from aiohttp import web
 
-from volsched.emulator.access import AccessTable, access_routes
+from volsched.emulator.access import AccessTable, access_routes, service_account_user
 from volsched.emulator.controller_manager import ControllerManager
 from volsched.emulator.controllers import ControllerSettings
+from volsched.emulator.core_controllers import default_service_account
+from volsched.emulator.defaults import DEFAULT_SERVICE_ACCOUNT
 from volsched.emulator.errors import MODIFIED, ApiError, reason_for
 from volsched.emulator.faults import (
     WRITE_METHODS,
@@ -32,7 +35,7 @@ from volsched.emulator.faults import (
     WriteRequest,
 )
 from volsched.emulator.handlers import ON_OPEN, Handlers, error_response, parse_target
-from volsched.emulator.raw import Raw, clone, mapping
+from volsched.emulator.raw import Raw, clone, mapping, name_of
 from volsched.emulator.registry import Registry, serve
 from volsched.emulator.resources import ResourceTable
 from volsched.emulator.store import Store
@@ -84,7 +87,7 @@ class ApiServer:
             self.registry, self.faults, self.bookmark_interval_seconds, self.watch_timeout_seconds
         )
         app = web.Application(middlewares=[self._middleware], client_max_size=32 * 1024**2)
-        app.router.add_routes(access_routes(self.access))
+        app.router.add_routes(access_routes(self.access, self.registry.objects))
         app.router.add_route("*", "/{tail:.*}", handlers.handle)
         runner = web.AppRunner(
             app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
@@ -135,12 +138,18 @@ class ApiServer:
     # Seeding and inspecting.
 
     def ensure_namespace(self, name: str) -> Raw:
+        """The namespace, made when missing, with its ``default`` ServiceAccount as a
+        cluster that has been running has it (whether or not the ServiceAccount
+        controller runs: a namespace made here is part of the cluster's starting state)."""
         namespaces = self.registry.core("namespaces")
         existing = self.registry.stored(namespaces, "", name)
         if existing is not None:
             return clone(existing)
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        return clone(self.registry.create(namespaces, "", body))
+        created = clone(self.registry.create(namespaces, "", body))
+        accounts = self.registry.core("serviceaccounts")
+        self.registry.create(accounts, name, default_service_account(name), from_client=False)
+        return created
 
     def load(self, objects: Iterable[Raw]) -> list[Raw]:
         """Store objects of any served kind as given (status, uid and times kept).
@@ -167,9 +176,27 @@ class ApiServer:
             if resource.namespaced:
                 namespace = str(mapping(obj, "metadata").get("namespace") or "default")
                 self.ensure_namespace(namespace)
+            if resource.key == ("", "serviceaccounts"):
+                # A namespace's default account is already there (see ensure_namespace).
+                seeded = self.registry.stored(resource, namespace, name_of(obj))
+                if seeded is not None and name_of(obj) == DEFAULT_SERVICE_ACCOUNT:
+                    stored.append(clone(serve(resource, seeded)))
+                    continue
             created = self.registry.create(resource, namespace, obj, from_client=False)
             stored.append(clone(serve(resource, created)))
         return stored
+
+    def service_account_token(self, namespace: str, name: str) -> str:
+        """A token for the ServiceAccount, as the kubelet mounts one into a pod running as
+        it (``/var/run/secrets/kubernetes.io/serviceaccount/token``); TokenReviews then
+        authenticate it as ``system:serviceaccount:<namespace>:<name>``."""
+        account = self.registry.stored(self.registry.core("serviceaccounts"), namespace, name)
+        if account is None:
+            raise ApiError(404, "NotFound", f'serviceaccounts "{name}" not found')
+        token = f"sa-{secrets.token_urlsafe(24)}"
+        uid = str(mapping(account, "metadata").get("uid") or "")
+        self.access.tokens[token] = service_account_user(namespace, name, uid)
+        return token
 
     def get(
         self, kind: str, name: str, namespace: str = "", api_version: str | None = None

@@ -46,7 +46,8 @@ API_VERSION = "longhorn.io/v1beta2"
 CSI_DRIVER = "driver.longhorn.io"
 
 # Longhorn's replica states (status.currentState) that hold the volume's data.
-REPLICA_DATA_STATES = ("running", "stopped", "starting", "stopping")
+REPLICA_RUNNING = "running"
+REPLICA_DATA_STATES = (REPLICA_RUNNING, "stopped", "starting", "stopping")
 VOLUME_DETACHED = "detached"
 
 
@@ -280,7 +281,10 @@ def parse_longhorn_replica(raw: Raw) -> Replica:
         healthy_at=_time(spec, "healthyAt"),
         rebuild_retry_count=retries,
         # A replica not yet started (or never reported) is still being rebuilt.
+        # longhorn-manager sets healthyAt once the engine has the replica in RW mode, and
+        # clears it when it reuses a failed replica for a rebuild.
         synced=state in REPLICA_DATA_STATES and _time(spec, "healthyAt") is not None,
+        running=state == REPLICA_RUNNING,
     )
 
 

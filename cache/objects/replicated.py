@@ -136,6 +136,9 @@ class Replica:
     healthy_at: float | None = None
     rebuild_retry_count: int = 0
     synced: bool = True
+    # Whether the replica's instance runs. volsched's Replicas report no instance state
+    # (always true); Longhorn's say ``status.currentState``.
+    running: bool = True
 
     @property
     def name(self) -> str:

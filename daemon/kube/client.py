@@ -58,6 +58,7 @@ class Resource:
 EXTRA_RESOURCES = {
     "Event": Resource("v1", "events", True),
     "Lease": Resource("coordination.k8s.io/v1", "leases", True),
+    "ServiceAccount": Resource("v1", "serviceaccounts", True),
     "TokenReview": Resource("authentication.k8s.io/v1", "tokenreviews", False),
     "SubjectAccessReview": Resource("authorization.k8s.io/v1", "subjectaccessreviews", False),
     "CustomResourceDefinition": Resource(

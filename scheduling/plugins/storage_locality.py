@@ -7,17 +7,22 @@ A pod whose claims are backed by replicated volumes should run where its data is
 - ``CheckVolumeLocality`` (filter, pods labelled ``strict``): the node holds a replica of
   every replicated volume the pod already has;
 - ``VolumeLocality`` (score): per volume 15 on the primary replica's node, 10 on another
-  replica's, 5 where there is none, 1 where the replica there is unsynced or the volume
-  unhealthy; the mean over the pod's volumes, rounded half away from zero, ×10 — what
-  kube-scheduler adds for an Ondat-style extender at weight 1.
+  replica's, 5 where there is none, 1 where the replica there holds no healthy data or
+  the volume is faulted; the mean over the pod's volumes, rounded half away from zero,
+  ×10 — what kube-scheduler adds for an Ondat-style extender at weight 1.
+
+A replica holds healthy data when it has not failed, is in sync (for Longhorn: healthy
+once, ``healthyAt`` set) and, while its volume is attached, runs. That is so whatever the
+volume's robustness: a degraded volume's healthy replica is exactly where its pod should
+run, and only its failed, stopped or rebuilding replicas score 1.
 
 The pod's label ``volsched.io/locality`` (or ``storageos.com/locality``; ours wins)
 is ``preferred`` (the default) or ``strict``.
 
 Longhorn volumes (``driver.longhorn.io``) are served the same way from Longhorn's own
-objects: Longhorn has no primary replica, so every healthy replica's node earns the
-replica points; a ``strict-local`` volume makes the pod strict, as Longhorn can then serve
-the volume only on its replica's node.
+objects: Longhorn has no primary replica, so every node of a replica holding healthy data
+earns the replica points; a ``strict-local`` volume makes the pod strict, as Longhorn can
+then serve the volume only on its replica's node.
 """
 
 from __future__ import annotations
@@ -32,8 +37,11 @@ from volsched.cache.objects.longhorn import CSI_DRIVER as LONGHORN_DRIVER
 from volsched.cache.objects.replicated import CSI_DRIVER as REPLICATED_DRIVER
 from volsched.cache.objects.replicated import (
     DATA_LOCALITY_STRICT_LOCAL,
+    ROBUSTNESS_DEGRADED,
     ROBUSTNESS_HEALTHY,
+    Replica,
     StorageNode,
+    Volume,
 )
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
@@ -110,15 +118,41 @@ def pod_storage(cluster: ClusterCache, pod: Pod) -> _PodStorage | None:
     return _PodStorage(volumes, strict_local or locality_mode(pod) == "strict")
 
 
+# The robustness under which a volume's replicas are judged one by one. A faulted volume
+# has no replica longhorn-manager counts as healthy and active (its isAutoSalvageNeeded,
+# controller/volume_controller.go), or its engine died: no copy is known good until one
+# is salvaged, so every replica's node scores 1. "unknown" (an attached volume whose
+# engine state is unknown, or a volsched Volume whose agent has not reported yet) says
+# nothing either, and scores the same. A detached Longhorn volume reports "unknown" too;
+# cache.objects.longhorn reads that one as healthy, as its data is intact.
+JUDGED_ROBUSTNESS = (ROBUSTNESS_HEALTHY, ROBUSTNESS_DEGRADED)
+
+
+def holds_healthy_data(replica: Replica, volume: Volume) -> bool:
+    """Whether the pod finds good data on this replica's node.
+
+    longhorn-manager's notion of a healthy replica (``IsAvailableHealthyReplica`` in
+    datastore/longhorn.go): not failed (no ``failedAt``) and healthy once (``healthyAt``,
+    set when the engine first had it read-write, cleared when a failed replica is reused
+    for a rebuild) — volsched's Replicas say the same with ``failedAt`` and ``synced``.
+    While the volume is attached the replica must also run: a stopped or starting one
+    is not part of the engine. A detached volume runs no replica at all, and its stopped
+    replicas keep its data.
+    """
+    if replica.failed or not replica.synced:
+        return False
+    return replica.running or not volume.attached
+
+
 def _copies(cluster: ClusterCache, volume_name: str) -> _VolumeCopies:
     copies = _VolumeCopies(volume_name)
     volume = cluster.storage.volumes.get(volume_name)
-    healthy = volume is not None and volume.robustness == ROBUSTNESS_HEALTHY
+    judged = volume is not None and volume.robustness in JUDGED_ROBUSTNESS
     points = copies.points_by_node
     for replica in cluster.replicas_by_volume.get(volume_name, {}).values():
         if not replica.node_id or replica.meta.deletion_timestamp is not None:
             continue
-        if not healthy or replica.failed or not replica.synced:
+        if volume is None or not judged or not holds_healthy_data(replica, volume):
             earned = UNHEALTHY_POINTS
         else:
             earned = PRIMARY_POINTS if replica.primary else REPLICA_POINTS
@@ -126,7 +160,8 @@ def _copies(cluster: ClusterCache, volume_name: str) -> _VolumeCopies:
         # A node with a broken copy scores low even if another copy there is fine.
         points[replica.node_id] = earned if current is None else min(current, earned)
     for assumed in cluster.assumed_replicas.get(volume_name, ()):
-        earned = REPLICA_POINTS if assumed.synced and healthy else UNHEALTHY_POINTS
+        # Placed by volsched this cycle: in sync only if the volume had no data yet.
+        earned = REPLICA_POINTS if assumed.synced and judged else UNHEALTHY_POINTS
         current = points.get(assumed.node)
         points[assumed.node] = earned if current is None else min(current, earned)
     return copies

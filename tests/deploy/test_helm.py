@@ -189,3 +189,76 @@ def test_values_change_what_they_say(helm: Path) -> None:
     )
     certificate = objects[("Certificate", "platform", "volsched-webhook")]
     assert "volsched-webhook.platform.svc" in certificate["spec"]["dnsNames"]
+
+
+def test_the_service_monitor_scrapes_over_https_with_a_token(helm: Path) -> None:
+    """What the ServiceMonitor tells Prometheus; the integration test
+    test_http_auth.py scrapes the daemon with exactly this."""
+
+    def endpoint(*options: str) -> Raw:
+        rendered = render(helm, "--set", "serviceMonitor.enabled=true", *options, namespace="obs")
+        (monitor,) = [obj for obj in rendered if obj["kind"] == "ServiceMonitor"]
+        (found,) = monitor["spec"]["endpoints"]
+        return dict(found)
+
+    default = endpoint()
+    assert default["scheme"] == "https" and default["path"] == "/metrics"
+    assert default["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert default["tlsConfig"] == {
+        "serverName": "volsched.obs.svc",
+        "ca": {"secret": {"name": "volsched-tls", "key": "ca.crt"}},
+    }
+    # The CA follows the serving Secret, or comes from where the values say.
+    assert endpoint("--set", "tls.secretName=serving")["tlsConfig"]["ca"] == {
+        "secret": {"name": "serving", "key": "ca.crt"}
+    }
+    from_config_map = endpoint(
+        "--set",
+        "serviceMonitor.tlsConfig.ca.configMap.name=cluster-ca",
+        "--set",
+        "serviceMonitor.tlsConfig.ca.configMap.key=ca.pem",
+        "--set",
+        "serviceMonitor.tlsConfig.serverName=volsched.example.com",
+    )
+    assert from_config_map["tlsConfig"] == {
+        "serverName": "volsched.example.com",
+        "ca": {"configMap": {"name": "cluster-ca", "key": "ca.pem"}},
+    }
+    # No verification only when asked for; a token from a Secret instead of the file.
+    unchecked = endpoint(
+        "--set",
+        "serviceMonitor.tlsConfig.insecureSkipVerify=true",
+        "--set",
+        "serviceMonitor.authorization.type=Bearer",
+        "--set",
+        "serviceMonitor.authorization.credentials.name=prometheus-token",
+        "--set",
+        "serviceMonitor.authorization.credentials.key=token",
+    )
+    assert unchecked["tlsConfig"] == {"insecureSkipVerify": True}
+    assert "bearerTokenFile" not in unchecked
+    assert unchecked["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": "prometheus-token", "key": "token"},
+    }
+
+
+def test_the_metrics_readers_may_get_metrics(helm: Path) -> None:
+    readers = [{"kind": "ServiceAccount", "name": "prometheus", "namespace": "observability"}]
+    objects = {
+        key(obj): obj
+        for obj in render(
+            helm,
+            "--set",
+            "metrics.readers[0].kind=ServiceAccount",
+            "--set",
+            "metrics.readers[0].name=prometheus",
+            "--set",
+            "metrics.readers[0].namespace=observability",
+        )
+    }
+    role = objects[("ClusterRole", "", "volsched-metrics-reader")]
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    binding = objects[("ClusterRoleBinding", "", "volsched-metrics-reader")]
+    assert binding["roleRef"]["name"] == "volsched-metrics-reader"
+    assert binding["subjects"] == readers

@@ -1,5 +1,6 @@
 """Who may call the daemon: the extender verbs and /metrics need a caller the API server
-vouches for (TokenReview) and allows (SubjectAccessReview); probes stay anonymous."""
+vouches for (TokenReview) and allows (SubjectAccessReview); probes stay anonymous. The
+Helm chart's ServiceMonitor scrapes /metrics with what it renders."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.integration.certificates import client_pair
+from tests.deploy.helm_binary import helm_binary
+from tests.deploy.test_helm import key, render, settings_of
+from tests.integration.certificates import client_pair, serving_pair
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
 from volsched.cache.errors import ConfigError
@@ -185,3 +188,111 @@ async def test_a_flood_of_idle_connections_does_not_keep_probes_out(cluster: Clu
     finally:
         for _, writer in flood:
             writer.close()
+
+
+# -- the Helm chart's ServiceMonitor ----------------------------------------------------
+
+NAMESPACE = "volsched-system"
+# Where the kubelet mounts a pod's service account token: Prometheus' pod has its own.
+TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+Raw = dict[str, Any]
+
+
+def _named(items: list[Raw], name: str) -> Raw:
+    (found,) = [item for item in items if item.get("name") == name]
+    return found
+
+
+def _ca_of(tls: Raw, secrets: dict[str, dict[str, bytes]]) -> bytes:
+    """The CA a ServiceMonitor's tlsConfig names, looked up as prometheus-operator does:
+    a key of a Secret (or ConfigMap; none here) in the ServiceMonitor's namespace."""
+    ca = tls["ca"]
+    return secrets[ca["secret"]["name"]][ca["secret"]["key"]]
+
+
+async def scrape(endpoint: Raw, port: int, pod_files: dict[str, str], secrets: Any) -> Any:
+    """GET the endpoint as Prometheus does: its scheme (http when unset), its path, the
+    token from its bearerTokenFile, and a TLS check by its tlsConfig."""
+    scheme = endpoint.get("scheme", "http")
+    headers = {}
+    if "bearerTokenFile" in endpoint:
+        headers["Authorization"] = f"Bearer {pod_files[endpoint['bearerTokenFile']]}"
+    tls = endpoint.get("tlsConfig") or {}
+    context: ssl.SSLContext | bool = False
+    server_hostname = None
+    if scheme == "https" and not tls.get("insecureSkipVerify"):
+        context = ssl.create_default_context(cadata=_ca_of(tls, secrets).decode())
+        server_hostname = tls.get("serverName")
+    url = f"{scheme}://127.0.0.1:{port}{endpoint.get('path', '/metrics')}"
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(url, headers=headers, ssl=context, server_hostname=server_hostname) as got,
+    ):
+        return got.status, got.headers.get("Content-Type", ""), await got.text()
+
+
+async def test_the_charts_service_monitor_scrapes_the_daemon(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    helm, why = helm_binary()
+    if helm is None:
+        pytest.skip(why)
+    objects = {key(o): o for o in render(helm, "--set", "serviceMonitor.enabled=true")}
+    monitor = objects[("ServiceMonitor", NAMESPACE, "volsched")]
+    (endpoint,) = monitor["spec"]["endpoints"]
+
+    # The endpoint's port is the Service port that leads to the daemon's HTTP address.
+    service = objects[("Service", NAMESPACE, "volsched")]
+    deployment = objects[("Deployment", NAMESPACE, "volsched")]
+    pod_spec = deployment["spec"]["template"]["spec"]
+    (container,) = pod_spec["containers"]
+    target = _named(service["spec"]["ports"], endpoint["port"])["targetPort"]
+    container_port = _named(container["ports"], target)["containerPort"]
+    settings = settings_of(objects[("ConfigMap", NAMESPACE, "volsched-config")])
+    assert settings.http.address.endswith(f":{container_port}")
+
+    # The serving Secret as cert-manager writes it, mounted where the chart mounts it.
+    secret_name = _named(pod_spec["volumes"], "tls")["secret"]["secretName"]
+    mount = _named(container["volumeMounts"], "tls")["mountPath"]
+    pair = serving_pair([f"volsched.{NAMESPACE}.svc", f"volsched.{NAMESPACE}.svc.cluster.local"])
+    secrets = {secret_name: {**pair, "client-ca.crt": pair["ca.crt"]}}
+    mounted = tmp_path / "tls"
+    mounted.mkdir()
+    for file_name, content in secrets[secret_name].items():
+        (mounted / file_name).write_bytes(content)
+
+    def on_disk(path: str | None) -> str | None:
+        assert path is not None and path.startswith(f"{mount}/"), path
+        return str(mounted / path.removeprefix(f"{mount}/"))
+
+    auth = settings.http.authentication
+    auth = replace(
+        auth,
+        cert_file=on_disk(auth.cert_file),
+        key_file=on_disk(auth.key_file),
+        client_ca_file=on_disk(auth.client_ca_file),
+    )
+
+    # The cluster: the chart's /metrics RBAC, and the service accounts it names.
+    role = objects[("ClusterRole", "", "volsched-metrics-reader")]
+    binding = objects[("ClusterRoleBinding", "", "volsched-metrics-reader")]
+    assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    (reader,) = binding["subjects"]
+    assert reader["kind"] == "ServiceAccount"
+    accounts = [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": n, "namespace": ns}}
+        for ns, n in ((reader["namespace"], reader["name"]), (reader["namespace"], "other"))
+    ]
+    cluster.server.load([role, binding, *accounts])
+    prometheus = cluster.server.service_account_token(reader["namespace"], reader["name"])
+    other = cluster.server.service_account_token(reader["namespace"], "other")
+
+    daemon = await cluster.start_daemon(cluster.settings(http=HttpSettings("127.0.0.1:0", auth)))
+    status, content_type, text = await scrape(
+        endpoint, daemon.http_port, {TOKEN_PATH: prometheus}, secrets
+    )
+    assert status == 200, text
+    assert content_type.startswith("text/plain") and "# TYPE " in text and "volsched_" in text
+    # RBAC is what lets it in: another service account's token is refused.
+    status, _, _ = await scrape(endpoint, daemon.http_port, {TOKEN_PATH: other}, secrets)
+    assert status == 403

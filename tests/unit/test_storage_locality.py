@@ -256,6 +256,10 @@ def test_pods_without_replicated_volumes_ignore_storage_nodes(
 
 # -- VolumeLocality ------------------------------------------------------------------
 
+# A minute before NOW: inside the replenishment wait, so a failed replica keeps its place
+# and nothing is placed instead before the pod.
+DEGRADED_AT = "2026-11-01T11:59:00Z"
+
 SCORE_CASES: list[tuple[str, list[Raw], dict[str, int]]] = [
     (
         "15 primary, 10 replica, 5 none, 1 unsynced",
@@ -286,8 +290,28 @@ SCORE_CASES: list[tuple[str, list[Raw], dict[str, int]]] = [
             ],
             {"n1": 10, "n2": 10, "n3": 50, "n4": 50},
         )
-        for robustness in ("degraded", "faulted", "unknown")
+        for robustness in ("faulted", "unknown")
     ],
+    (
+        # The reported case for volsched's own kinds: the synced primary holds the data.
+        "a degraded volume: its synced replicas keep their points, the failed one scores 1",
+        [
+            volume("vol-a", robustness="degraded", status={"lastDegradedAt": DEGRADED_AT}),
+            replica("r1", "vol-a", "n1", primary=True),
+            replica("r2", "vol-a", "n2"),
+            replica("r3", "vol-a", "n3", failedAt=DEGRADED_AT, synced=False),
+        ],
+        {"n1": 150, "n2": 100, "n3": 10, "n4": 50},
+    ),
+    (
+        "a degraded volume: an unsynced (rebuilding) replica scores 1",
+        [
+            volume("vol-a", replicas=2, robustness="degraded"),
+            replica("r1", "vol-a", "n1", primary=True, synced=False),
+            replica("r2", "vol-a", "n2"),
+        ],
+        {"n1": 10, "n2": 100, "n3": 50, "n4": 50},
+    ),
     (
         # Failed a minute ago: still inside the replenishment wait, so it keeps its place
         # (nothing is placed instead) but it is not a usable copy yet.

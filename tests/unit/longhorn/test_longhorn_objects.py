@@ -116,27 +116,43 @@ def test_volumes(case: str, raw: Raw, fields: dict[str, Any]) -> None:
     assert {key: getattr(view, key) for key in fields} == fields
 
 
-REPLICA_CASES: list[tuple[str, Raw, bool, bool]] = [
-    ("running", longhorn_replica("r", "v", "n1"), False, True),
-    ("stopped (volume detached)", longhorn_replica("r", "v", "n1", state="stopped"), False, True),
-    ("rebuilding, never healthy", longhorn_replica("r", "v", "n1", healthy_at=""), False, False),
+REPLICA_CASES: list[tuple[str, Raw, bool, bool, bool]] = [
+    # (case, replica, failed, synced, running)
+    ("running", longhorn_replica("r", "v", "n1"), False, True, True),
+    (
+        "stopped (volume detached)",
+        longhorn_replica("r", "v", "n1", state="stopped"),
+        False,
+        True,
+        False,
+    ),
+    (
+        "rebuilding, never healthy",
+        longhorn_replica("r", "v", "n1", healthy_at=""),
+        False,
+        False,
+        True,
+    ),
     (
         "failed",
         longhorn_replica("r", "v", "n1", state="error", failed_at="2026-11-01T11:00:00Z"),
         True,
+        False,
         False,
     ),
 ]
 
 
 @pytest.mark.parametrize(
-    ("case", "raw", "failed", "synced"), REPLICA_CASES, ids=[c[0] for c in REPLICA_CASES]
+    ("case", "raw", "failed", "synced", "running"),
+    REPLICA_CASES,
+    ids=[c[0] for c in REPLICA_CASES],
 )
-def test_replicas(case: str, raw: Raw, failed: bool, synced: bool) -> None:
+def test_replicas(case: str, raw: Raw, failed: bool, synced: bool, running: bool) -> None:
     view = parse_longhorn_replica(raw)
     assert view.volume_name == "v" and view.node_id == "n1"
     assert view.disk_id == disk_uuid("n1", "default-disk-1")
-    assert (view.failed, view.synced) == (failed, synced)
+    assert (view.failed, view.synced, view.running) == (failed, synced, running)
 
 
 def _broken(raw: Raw, path: str, value: Any) -> Raw:

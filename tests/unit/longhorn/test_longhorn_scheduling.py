@@ -68,7 +68,7 @@ LOCALITY_CASES: list[tuple[str, list[Raw], dict[str, int]]] = [
         {"n1": 100, "n2": 100, "n3": 50, "n4": 50},
     ),
     (
-        "a failed replica's node is no better than a node without data",
+        "degraded: the healthy replica keeps its points, the failed one's node scores 1",
         [
             longhorn_volume("vol", replicas=2, robustness="degraded"),
             longhorn_replica("vol-r-1", "vol", "n1"),
@@ -76,7 +76,7 @@ LOCALITY_CASES: list[tuple[str, list[Raw], dict[str, int]]] = [
                 "vol-r-2", "vol", "n2", state="error", failed_at="2026-11-01T11:00:00Z"
             ),
         ],
-        {"n1": 10, "n2": 10, "n3": 50, "n4": 50},
+        {"n1": 100, "n2": 10, "n3": 50, "n4": 50},
     ),
     (
         "a replica being rebuilt (never healthy) does not attract the pod",
@@ -106,6 +106,73 @@ def test_pods_score_nodes_by_where_longhorn_holds_their_data(
     assert result.locality("p") == scores
     best = max(scores.values())
     assert scores[result.decision("p").node or ""] == best
+
+
+# Where the data is, by the volume's robustness and the state of the replica on n1; n2
+# holds a running, healthy replica throughout. The score shown is n1's.
+FAILED_AT = "2026-11-01T11:00:00Z"
+REPLICA_STATES: dict[str, dict[str, str]] = {
+    "running": {},
+    "stopped": {"state": "stopped"},
+    "failed": {"state": "error", "failed_at": FAILED_AT},
+    "rebuilding": {"state": "running", "healthy_at": ""},
+}
+HEALTH_CASES: list[tuple[str, str, int, int]] = [
+    # (robustness, replica on n1, n1's score, n2's score)
+    ("healthy", "running", 100, 100),
+    ("healthy", "stopped", 10, 100),
+    ("healthy", "failed", 10, 100),
+    ("healthy", "rebuilding", 10, 100),
+    ("degraded", "running", 100, 100),
+    ("degraded", "stopped", 10, 100),
+    ("degraded", "failed", 10, 100),
+    ("degraded", "rebuilding", 10, 100),
+    # Faulted: no copy is known good until Longhorn salvages one; every replica node
+    # scores 1, whatever its replica says.
+    ("faulted", "running", 10, 10),
+    ("faulted", "stopped", 10, 10),
+    ("faulted", "failed", 10, 10),
+    ("faulted", "rebuilding", 10, 10),
+]
+
+
+@pytest.mark.parametrize(
+    ("robustness", "state", "on_n1", "on_n2"),
+    HEALTH_CASES,
+    ids=[f"{robustness} volume, {state} replica" for robustness, state, _, _ in HEALTH_CASES],
+)
+def test_locality_follows_the_replicas_that_hold_healthy_data(
+    robustness: str, state: str, on_n1: int, on_n2: int
+) -> None:
+    result = run(
+        hosts(100, 100, 100, 100),
+        longhorn_class(),
+        longhorn_volume("vol", replicas=2, robustness=robustness, node="n3"),
+        longhorn_replica("vol-r-1", "vol", "n1", **REPLICA_STATES[state]),
+        longhorn_replica("vol-r-2", "vol", "n2"),
+        longhorn_claim("data", "vol"),
+        pod("p", claims=["data"]),
+    )
+    assert result.locality("p") == {"n1": on_n1, "n2": on_n2, "n3": 50, "n4": 50}
+
+
+def test_a_degraded_volumes_pod_goes_to_its_healthy_replica() -> None:
+    # As reported: a healthy running replica on node-a2, a failed one on node-c2, the
+    # volume degraded. The pod belongs on node-a2, not on node-c1, which has no copy.
+    nodes: list[Raw] = []
+    for name, zone in (("node-a2", "zone-a"), ("node-c1", "zone-c"), ("node-c2", "zone-c")):
+        nodes += [node(name, labels={ZONE: zone}), longhorn_node(name)]
+    result = run(
+        nodes,
+        longhorn_class(),
+        longhorn_volume("pvc-web", replicas=2, robustness="degraded", node="node-a2"),
+        longhorn_replica("pvc-web-r-a2", "pvc-web", "node-a2"),
+        longhorn_replica("pvc-web-r-c2", "pvc-web", "node-c2", state="error", failed_at=FAILED_AT),
+        longhorn_claim("data", "pvc-web"),
+        pod("web-0", claims=["data"]),
+    )
+    assert result.locality("web-0") == {"node-a2": 100, "node-c1": 50, "node-c2": 10}
+    assert result.decision("web-0").node == "node-a2"
 
 
 def test_a_best_effort_pod_lands_on_its_replicas_node() -> None:
