@@ -95,6 +95,9 @@ class PolicySpec:
     hard_pod_affinity_weight: int = 1
     # PodTopologySpread's (defaultConstraints, defaultingType); None: the system defaults.
     spread_defaults: tuple[tuple[DefaultConstraint, ...], str] | None = None
+    # DefaultPreemptionArgs (minCandidateNodesPercentage, minCandidateNodesAbsolute):
+    # how many candidate nodes the dry run looks for before it picks one.
+    min_candidate_nodes: tuple[int, int] = (10, 100)
 
 
 def default_policy(with_storage: bool) -> PolicySpec:

@@ -183,4 +183,9 @@ def build_profile(
     priorities = [
         Priority(p.name, plugins.priority(p.kind, p.argument), p.weight) for p in spec.priorities
     ]
-    return Profile(predicates, priorities, percentage_of_nodes_to_score)
+    return Profile(
+        predicates,
+        priorities,
+        percentage_of_nodes_to_score,
+        min_candidate_nodes=spec.min_candidate_nodes,
+    )

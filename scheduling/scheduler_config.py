@@ -447,6 +447,14 @@ def _plugin_args(entry: Mapping[str, Any], where: _Where, name: str) -> dict[str
             result["minCandidateNodesAbsolute"] = _integer(
                 body["minCandidateNodesAbsolute"], at.at("minCandidateNodesAbsolute"), 0, 1_000_000
             )
+        if (
+            result.get("minCandidateNodesPercentage", 10) == 0
+            and result.get("minCandidateNodesAbsolute", 100) == 0
+        ):
+            # Upstream's ValidateDefaultPreemptionArgs refuses the same.
+            raise at.at("minCandidateNodesPercentage").fail(
+                "cannot be zero at the same time as minCandidateNodesAbsolute"
+            )
         return result
     if name in PLUGINS or name in IN_TREE_LIMITS:
         if entry.get("args"):
@@ -553,6 +561,7 @@ def compile_profile(
     bind_timeout = arguments.get("VolumeBinding", {}).get(
         "bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS
     )
+    preemption_args = arguments.get("DefaultPreemption", {})
     policy = PolicySpec(
         tuple(predicates),
         tuple(priorities),
@@ -560,6 +569,10 @@ def compile_profile(
             "hardPodAffinityWeight", DEFAULT_HARD_POD_AFFINITY_WEIGHT
         ),
         spread_defaults=arguments.get("PodTopologySpread", {}).get("spreadDefaults"),
+        min_candidate_nodes=(
+            preemption_args.get("minCandidateNodesPercentage", 10),
+            preemption_args.get("minCandidateNodesAbsolute", 100),
+        ),
     )
     return ProfileSpec(
         scheduler_name,

@@ -54,6 +54,8 @@ class Profile:
     predicates: list[Predicate]
     priorities: list[Priority]
     percentage_of_nodes_to_score: int = 0
+    # DefaultPreemptionArgs: (minCandidateNodesPercentage, minCandidateNodesAbsolute).
+    min_candidate_nodes: tuple[int, int] = (10, 100)
     pre_filters: list[PreFilterPlugin] = field(default_factory=list)
     # The pre-filters whose state counts pods, told of pods added and removed.
     pre_filter_extensions: list[PreFilterExtensions] = field(default_factory=list)

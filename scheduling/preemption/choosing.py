@@ -19,11 +19,16 @@ MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
 
-def candidates_wanted(potential_nodes: int) -> int:
+def candidates_wanted(
+    potential_nodes: int,
+    percentage: int = MIN_CANDIDATE_NODES_PERCENTAGE,
+    absolute: int = MIN_CANDIDATE_NODES_ABSOLUTE,
+) -> int:
     """How many candidate nodes the dry run looks for before it stops (upstream's
-    GetOffsetAndNumCandidates: 10 % of the nodes, at least 100)."""
-    wanted = potential_nodes * MIN_CANDIDATE_NODES_PERCENTAGE // 100
-    return min(max(wanted, MIN_CANDIDATE_NODES_ABSOLUTE), potential_nodes)
+    calculateNumCandidates: ``percentage`` % of the nodes, at least ``absolute``, at
+    most all; DefaultPreemptionArgs, 10 and 100 by default)."""
+    wanted = potential_nodes * percentage // 100
+    return min(max(wanted, absolute), potential_nodes)
 
 
 def _earliest_start_of_most_important(victims: Victims, priority_of: Callable[[Pod], int]) -> float:

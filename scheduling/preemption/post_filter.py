@@ -175,7 +175,7 @@ class Preemptor:
     ) -> list[str]:
         """Victims per node until enough candidates are found; returns internal errors."""
         pod = decision.pod
-        wanted = candidates_wanted(len(potential))
+        wanted = candidates_wanted(len(potential), *self.scheduler.profile.min_candidate_nodes)
         offset = 0 if wanted >= len(potential) else self.scheduler.rng.randrange(len(potential))
         ordered = potential[offset:] + potential[:offset]
         budgets = list(self.cluster.disruption_budgets.values())
