@@ -78,6 +78,8 @@ class VolumeReplicas:
     occupying: tuple[Replica, ...]
     # Failed replicas past the wait that may still be reused: they hold only their disk.
     holding_disks: tuple[Replica, ...] = ()
+    # Replica objects waiting for a node that failed before they were ever healthy.
+    unused_failed: tuple[Replica, ...] = ()
 
     def missing(self, wanted: int) -> int:
         """How many placements to try: the waiting objects, then new replicas."""
@@ -93,6 +95,11 @@ def classify(replicas: Sequence[Replica], wait_over: bool) -> VolumeReplicas:
             r
             for r in replicas
             if r.potentially_reusable and not r.deleting and not occupies(r, wait_over)
+        ),
+        unused_failed=tuple(
+            r
+            for r in replicas
+            if not r.node_id and not r.deleting and r.failed and r.healthy_at is None
         ),
     )
 

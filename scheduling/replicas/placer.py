@@ -162,7 +162,12 @@ class Placer:
         return select(groups, self.request.size, self.request.strategy)
 
     def _explain(self, tried: list[list[int]]) -> None:
-        """Reasons of the nodes of the tried tiers that had no disk to offer."""
+        """Reasons of every disk of the tried tiers' nodes that did not qualify.
+
+        As longhorn-manager's filterNodeDisksForReplica, each disk's reason counts
+        whether or not another disk of the node qualified: when disk anti-affinity then
+        removes the only qualifying disk, the others' reasons (``tags not fulfilled``)
+        are what the user reads, not ``replica scheduling failed``."""
         stage = self.stage
         seen: set[int] = set()
         for nodes in tried:
@@ -170,8 +175,7 @@ class Placer:
                 if i in seen:
                     continue
                 seen.add(i)
-                if not self._node_candidates(i)[0]:
-                    self.reasons |= stage.node_reasons(i, self.extra.get(i))
+                self.reasons |= stage.node_reasons(i, self.extra.get(i))
 
     def _record(self, node: int, disk: str) -> None:
         stage = self.stage

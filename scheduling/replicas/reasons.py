@@ -16,6 +16,9 @@ HARD_AFFINITY_NOT_SATISFIED = "hard affinity cannot be satisfied"
 # What longhorn-manager reports when the scheduler found no candidate and gave no reason
 # (every node filtered out by tags or anti-affinity).
 SCHEDULING_FAILED = "replica scheduling failed"
+# A Replica object waiting for a node that failed before it was ever healthy: Longhorn
+# never schedules it (ScheduleReplica), and nothing is placed for its volume meanwhile.
+UNUSED_FAILED_REPLICA = "unused failed replica is not supported"
 
 
 def normalized(reasons: Iterable[str]) -> tuple[str, ...]:

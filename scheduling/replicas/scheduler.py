@@ -18,6 +18,7 @@ from volsched.cache.objects.replicated import (
     Replica,
     Volume,
 )
+from volsched.scheduling.replicas import reasons
 from volsched.scheduling.replicas.candidates import Occupancy, classify, replenishment_wait_over
 from volsched.scheduling.replicas.cluster import ReplicaCluster, ScheduledSpace
 from volsched.scheduling.replicas.disks import disk_stage
@@ -63,6 +64,10 @@ def schedule_volume(
     attempts = replicas.missing(volume.number_of_replicas)
     if attempts == 0:
         return None
+    if replicas.unused_failed:
+        # longhorn-manager's ScheduleReplica refuses such an object before it looks at
+        # any disk; the volume's pass ends there, its reason on the volume.
+        return VolumePlacement(volume.name, (), attempts, (reasons.UNUSED_FAILED_REPLICA,))
     request = PlacementRequest(
         volume=volume.name,
         size=volume.size,

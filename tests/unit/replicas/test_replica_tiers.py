@@ -292,7 +292,6 @@ def test_unscheduled_replica_objects_are_filled_first() -> None:
         replica("v-r-b", "v"),
         replica("v-r-a", "v"),
         replica("v-r-c", "v", "n11", "d1"),
-        replica("v-r-d", "v", **{"failedAt": DEGRADED_AT}),  # failed before ever healthy
         replica("v-r-e", "v", deletionTimestamp=DEGRADED_AT),
     ]
     view = cluster(zones_hosts(3, 2), existing)
