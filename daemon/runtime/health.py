@@ -47,12 +47,22 @@ def health_checks(
             return None
         return "waiting for " + ", ".join(sync.waiting_for()[:5])
 
+    def scheduling() -> str | None:
+        # A loop that stopped, or makes no progress, decides nothing: not ready.
+        if loop.started and not loop.running:
+            return "scheduling loop stopped"
+        return loop_alive()
+
     def database() -> str | None:
         # While writes fail (a full disk), bindings that need the journal cannot start.
         return store.write_problem if store.is_open else "closed"
 
     return HealthChecks(
         live=[Check("loop", loop_alive)],
-        ready=[Check("informer-sync", caches), Check("database", database)],
+        ready=[
+            Check("informer-sync", caches),
+            Check("database", database),
+            Check("scheduling", scheduling),
+        ],
         metrics=metrics.render,
     )

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Collection, Coroutine
+from collections.abc import Callable, Collection, Coroutine, Mapping
 from typing import Any
 
 from opentelemetry import trace
@@ -34,6 +34,24 @@ from volsched.scheduling.preemption.nominated import NominatedPods
 from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
 
 log = logging.getLogger("volsched.loop")
+# How often one unreadable node is named in the log.
+UNREADABLE_LOG_SECONDS = 60.0
+
+
+class UnreadableNodes:
+    """Nodes a plugin could not read (damaged stored views) are passed over; each is
+    named in the log once a minute, not once per pod."""
+
+    def __init__(self, monotonic: Callable[[], float]) -> None:
+        self.monotonic = monotonic
+        self.logged: dict[str, float] = {}
+
+    def report(self, unreadable: Mapping[str, str]) -> None:
+        now = self.monotonic()
+        for node, problem in unreadable.items():
+            if now - self.logged.get(node, -UNREADABLE_LOG_SECONDS) >= UNREADABLE_LOG_SECONDS:
+                self.logged[node] = now
+                log.warning("node %s could not be evaluated (%s); passed over", node, problem)
 
 
 class SchedulingLoop:
@@ -70,6 +88,8 @@ class SchedulingLoop:
         self._bindings: set[asyncio.Task[None]] = set()
         self._side_tasks: set[asyncio.Task[None]] = set()
         self.heartbeat = monotonic()
+        self.running = self.started = False
+        self._unreadable = UnreadableNodes(monotonic)
         self.gate: asyncio.Event = asyncio.Event()
         self.gate.set()
         self.stopping = False
@@ -93,7 +113,15 @@ class SchedulingLoop:
         return len(self._bindings)
 
     async def run(self) -> None:
-        """Forever: wait to be allowed (leader), take a pod, decide it."""
+        """Forever: wait to be allowed (leader), take a pod, decide it. Nothing a pod or
+        a stored object holds ends it: a cycle that raises fails that pod alone."""
+        self.running = self.started = True
+        try:
+            await self._run()
+        finally:
+            self.running = False
+
+    async def _run(self) -> None:
         while not self.stopping:
             self.heartbeat = self.monotonic()
             self.cluster.expire_assumed(self.heartbeat)
@@ -109,7 +137,19 @@ class SchedulingLoop:
             if self.stopping or not self.gate.is_set():
                 self.queue.requeue_error(entry.pod)
                 continue
-            self.schedule_one(entry)
+            try:
+                self.schedule_one(entry)
+            except Exception as exc:
+                self._cycle_crashed(entry.pod, exc)
+
+    def _cycle_crashed(self, pod: Pod, exc: Exception) -> None:
+        """As kube-scheduler: the pod's error (a log line, a Warning event, backoff)."""
+        message = f"scheduling cycle failed: {type(exc).__name__}: {exc}"
+        log.error("%s: %s", pod.meta.key, message)
+        log.debug("scheduling cycle of %s", pod.meta.key, exc_info=exc)
+        self.metrics.schedule_attempts.labels(result="error", profile=pod.scheduler_name).inc()
+        self.queue.requeue_error(pod)
+        self._spawn(self.reporter.failed(pod, message, "SchedulerError"))
 
     def schedule_one(self, entry: QueuedPod) -> None:
         """One scheduling cycle. It never waits for a binding: a placed pod's binding
@@ -135,6 +175,8 @@ class SchedulingLoop:
         started = self.monotonic()
         decision = self.scheduler.schedule(pod)
         self.metrics.algorithm_duration.observe(self.monotonic() - started)
+        if decision.unreadable:
+            self._unreadable.report(decision.unreadable)
         if nominated is not None and decision.node is not None:
             nominated.forget(key)
         if decision.node is None:
@@ -167,7 +209,9 @@ class SchedulingLoop:
         else:
             result, reason = "unschedulable", "Unschedulable"
             if self.preempting is not None:
-                preemption = self._preemptor_for(pod).post_filter(decision)
+                preemptor = self.preemptors.get(pod.scheduler_name)
+                preemptor = preemptor or next(iter(self.preemptors.values()))
+                preemption = preemptor.post_filter(decision)
             nominated = self.scheduler.nominated
             if preemption is not None and preemption.node is not None:
                 if nominated is not None:
@@ -199,9 +243,6 @@ class SchedulingLoop:
             nominated.forget(pod.meta.key)
         if (held or pod.nominated_node_name) and self.preempting is not None:
             self._spawn(self.preempting.clear_nominations((pod,)))
-
-    def _preemptor_for(self, pod: Pod) -> Preemptor:
-        return self.preemptors.get(pod.scheduler_name) or next(iter(self.preemptors.values()))
 
     async def _preempt(self, pod: Pod, preemption: Preemption) -> None:
         """Evict the victims, then send the pod round again (it finds them gone)."""

@@ -25,6 +25,9 @@ from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated_state
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
+# A node whose objects no plugin could read (a damaged stored view): passed over, never a
+# reason for the whole cycle to fail.
+REASON_UNREADABLE = "node(s) could not be evaluated"
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
@@ -56,6 +59,8 @@ class Decision:
     rejected_plugin: dict[str, str] = field(default_factory=dict)
     # Rejected nodes whose failure no eviction can fix (UnschedulableAndUnresolvable).
     unresolvable_nodes: set[str] = field(default_factory=set)
+    # Nodes passed over because a plugin could not read them: node → what went wrong.
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     # (extension point, start ns, end ns): what tracing shows; never read by a decision.
     phases: list[tuple[str, int, int]] = field(default_factory=list)
@@ -168,7 +173,10 @@ class Scheduler:
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         done: list[ReservePlugin] = []
         for plugin in self.profile.reservers:
-            status = plugin.reserve(state, pod, node_name)
+            try:
+                status = plugin.reserve(state, pod, node_name)
+            except Exception as exc:
+                status = _crashed("Reserve", exc)
             if not status.is_success:
                 for undo in reversed([*done, plugin]):
                     undo.unreserve(state, pod, node_name)
@@ -205,7 +213,10 @@ class Scheduler:
 
         clock = self.clock_ns
         started = clock()
-        allowed, pre_filter_status = self._run_pre_filters(state, pod)
+        try:
+            allowed, pre_filter_status = self._run_pre_filters(state, pod)
+        except Exception as exc:
+            allowed, pre_filter_status = None, _crashed("PreFilter", exc)
         decision.phases.append(("PreFilter", started, clock()))
         if pre_filter_status is not None:
             if pre_filter_status.code is Code.ERROR:
@@ -244,7 +255,11 @@ class Scheduler:
             return decision
 
         started = clock()
-        self._score(state, pod, feasible, decision)
+        try:
+            self._score(state, pod, feasible, decision)
+        except Exception as exc:
+            decision.error = decision.message = _crashed("Score", exc).message
+            return decision
         decision.node = self._select_host(feasible, decision.scores)
         decision.phases.append(("Score", started, clock()))
         return decision
@@ -332,30 +347,46 @@ class Scheduler:
                 targets = None
             # The common case first, with no tuple of targets to walk: this loop runs for
             # every candidate node of every cycle.
-            for target, target_state in targets or ((info, state),):
-                for check, predicate in checks:
-                    status = check(target_state, pod, target)
-                    if status is not None:
-                        rejecting = predicate
-                        break
+            try:
+                for target, target_state in targets or ((info, state),):
+                    for check, predicate in checks:
+                        status = check(target_state, pod, target)
+                        if status is not None:
+                            rejecting = predicate
+                            break
+                    else:
+                        continue
+                    break
                 else:
-                    continue
-                if status.code is Code.ERROR:
-                    text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
-                    decision.error = text
-                    decision.message = text
-                    decision.evaluated.extend(node.name for node in ordered[:processed])
-                    return []
-                self._reject(decision, info.name, rejecting, status)
-                break
-            else:
+                    status = None
+            except Exception as exc:
+                # A view no plugin can read (a damaged stored object): this node is
+                # passed over, named in the decision, and the cycle goes on.
+                self._unreadable(decision, info.name, exc)
+                continue
+            if status is None:
                 feasible.append(info)
                 if len(feasible) >= wanted:
                     break
+                continue
+            if status.code is Code.ERROR:
+                text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
+                decision.error = text
+                decision.message = text
+                decision.evaluated.extend(node.name for node in ordered[:processed])
+                return []
+            self._reject(decision, info.name, rejecting, status)
         decision.evaluated.extend(node.name for node in ordered[:processed])
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
+
+    @staticmethod
+    def _unreadable(decision: Decision, node: str, exc: Exception) -> None:
+        decision.filtered[node] = [REASON_UNREADABLE]
+        decision.rejected_by[node] = REASON_UNREADABLE
+        decision.unresolvable_nodes.add(node)
+        decision.unreadable[node] = f"{type(exc).__name__}: {exc}"
 
     @staticmethod
     def _reject(decision: Decision, node: str, predicate: Predicate, status: Status) -> None:
@@ -405,3 +436,9 @@ class Scheduler:
         best = max(totals.values())
         ties = [info.name for info in feasible if totals[info.name] == best]
         return ties[0] if len(ties) == 1 else self.rng.choice(ties)
+
+
+def _crashed(point: str, exc: Exception) -> Status:
+    """An exception out of a plugin (a pod or object it could not read) as the pod's
+    error status: the pod is retried with backoff, the loop goes on."""
+    return Status(Code.ERROR, (f"running {point} plugins: {type(exc).__name__}: {exc}",))
