@@ -570,7 +570,6 @@ class InProcessDaemon:
         )
         from volsched.daemon.kube.client import KubeClient
         from volsched.daemon.runtime.app import DaemonOptions, open_daemon
-        from volsched.daemon.watch.watching import WatchSettings
 
         started = time.monotonic()
         kubeconfig = write_kubeconfig(self.workdir / "kubeconfig", self.url)
@@ -581,7 +580,7 @@ class InProcessDaemon:
             bind_timeout_seconds=120,
         )
         self.client = await KubeClient.connect(str(kubeconfig))
-        options = DaemonOptions(watch=WatchSettings(silence_seconds=60), seed=1, grace_seconds=10)
+        options = DaemonOptions(seed=1, grace_seconds=10)
         self.daemon = await open_daemon(settings, self.client, options)
         scheduler = self.daemon.scheduler
         decide = scheduler.schedule

@@ -2,14 +2,19 @@
 
 ``cut_watches`` ends every open watch now (cleanly, as a server-side timeout does, or
 abruptly, dropping the connection mid-stream); ``stall_watches`` keeps streams open but
-silent — no events, no bookmarks — for a while, then delivers what queued up;
+silent — no events, no bookmarks — for a while, then delivers what queued up (a stream
+whose timeoutSeconds comes first still ends then, unless the stall is ``past_timeout``:
+a server that stopped serving its streams but keeps their connections open);
 ``freeze_bookmarks`` makes bookmarks carry the revision of that moment, as a watch cache
 does that has not heard from etcd since (a resource nobody writes, on a server whose
-cache nothing has asked to catch up);
+cache nothing has asked to catch up); ``suppress_bookmarks`` sends none at all, as
+kube-apiserver does for a resource nobody writes when etcd reports no progress (etcd's
+progress-notify is off by default);
 ``compact`` forgets history so the next resume gets 410 Expired; ``fail_next`` answers
 the next requests matching a method and a regular expression (searched in the path with
-its query string) with an error Status instead of serving them.  ``request_log`` records
-every request's method, path, query and status, so a test can assert what a client did.
+its query string) with an error Status instead of serving them; ``delay_next`` serves
+them only after a while, as a busy server does.  ``request_log`` records every request's
+method, path, query and status, so a test can assert what a client did.
 
 ``trip`` arms a tripwire on writes (POST, PUT, PATCH, DELETE): on the n-th write it
 matches, its action runs either just before the write is served — the write is then
@@ -47,6 +52,14 @@ class InjectedFailure:
     status: int
     remaining: int
     message: str
+
+
+@dataclass(slots=True)
+class InjectedDelay:
+    method: str
+    pattern: re.Pattern[str]
+    seconds: float
+    remaining: int
 
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -87,9 +100,12 @@ class Faults:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._failures: list[InjectedFailure] = []
+        self._delays: list[InjectedDelay] = []
         self._tripwires: list[Tripwire] = []
         self._stalled_until = 0.0
+        self._stall_past_timeout = False
         self._bookmarks_frozen_at: int | None = None
+        self._bookmarks_suppressed = False
         self.request_log: list[RequestRecord] = []
 
     def cut_watches(self, abrupt: bool = False) -> int:
@@ -99,12 +115,18 @@ class Faults:
             subscription.end(abrupt=abrupt)
         return len(subscriptions)
 
-    def stall_watches(self, seconds: float) -> None:
-        """Send nothing on any watch (new ones included) for ``seconds``."""
+    def stall_watches(self, seconds: float, *, past_timeout: bool = False) -> None:
+        """Send nothing on any watch (new ones included) for ``seconds``; with
+        ``past_timeout``, not even the end of a stream whose timeoutSeconds passes meanwhile."""
         self._stalled_until = asyncio.get_running_loop().time() + seconds
+        self._stall_past_timeout = past_timeout
 
     def stall_remaining(self) -> float:
         return max(0.0, self._stalled_until - asyncio.get_running_loop().time())
+
+    def stall_outlasts_timeouts(self) -> bool:
+        """Whether the current stall keeps streams open past their timeoutSeconds."""
+        return self._stall_past_timeout and self.stall_remaining() > 0
 
     def freeze_bookmarks(self) -> None:
         """From now on, every bookmark carries the store's current revision; a watcher that
@@ -115,6 +137,13 @@ class Faults:
         """The revision a bookmark sent now carries."""
         frozen = self._bookmarks_frozen_at
         return self._store.revision if frozen is None else frozen
+
+    def suppress_bookmarks(self) -> None:
+        """From now on, send no bookmark on any watch, whatever it asked for."""
+        self._bookmarks_suppressed = True
+
+    def bookmarks_suppressed(self) -> bool:
+        return self._bookmarks_suppressed
 
     def compact(self) -> None:
         """Forget every resource's history: resuming from before now is 410 Expired."""
@@ -135,6 +164,25 @@ class Faults:
         self._failures.append(
             InjectedFailure(method.upper(), re.compile(path_regex), status, times, message)
         )
+
+    def delay_next(self, method: str, path_regex: str, seconds: float, times: int = 1) -> None:
+        """Serve the next ``times`` matching requests only after ``seconds`` (``method`` and
+        ``path_regex`` as for ``fail_next``)."""
+        if times < 1:
+            raise ValueError("times must be at least 1")
+        self._delays.append(InjectedDelay(method.upper(), re.compile(path_regex), seconds, times))
+
+    def take_delay(self, method: str, path_and_query: str) -> float:
+        """How long to hold this request before serving it (0: not at all)."""
+        for delay in self._delays:
+            if delay.method not in ("*", method.upper()):
+                continue
+            if delay.pattern.search(path_and_query):
+                delay.remaining -= 1
+                if delay.remaining == 0:
+                    self._delays.remove(delay)
+                return delay.seconds
+        return 0.0
 
     def take_failure(self, method: str, path_and_query: str) -> InjectedFailure | None:
         for failure in self._failures:
@@ -211,10 +259,13 @@ class Faults:
         ]
 
     def reset(self) -> None:
-        """Drop pending failures and tripwires, end any stall, thaw bookmarks and clear the
-        request log."""
+        """Drop pending failures, delays and tripwires, end any stall, thaw and resume
+        bookmarks and clear the request log."""
         self._failures.clear()
+        self._delays.clear()
         self._tripwires.clear()
         self._stalled_until = 0.0
+        self._stall_past_timeout = False
         self._bookmarks_frozen_at = None
+        self._bookmarks_suppressed = False
         self.request_log.clear()

@@ -1,8 +1,8 @@
 """``ApiServer``: the emulator's lifecycle — an aiohttp app on a loopback port, the store,
 the controllers — and the helpers tests use to seed and inspect it.
 
-One catch-all route hands every request to ``handlers``; a middleware answers injected
-failures, fires tripwires around writes, turns any exception into a Status (never an
+One catch-all route hands every request to ``handlers``; a middleware holds delayed
+requests, answers injected failures, fires tripwires around writes, turns any exception into a Status (never an
 HTML page or a traceback), and records each request in ``faults.request_log``.
 """
 
@@ -256,6 +256,9 @@ class ApiServer:
         tripwire: Tripwire | None = None
         write = WriteRequest(request.method, request.path, None)
         try:
+            delay = self.faults.take_delay(request.method, request.path_qs)
+            if delay > 0:
+                await asyncio.sleep(delay)
             failure = self.faults.take_failure(request.method, request.path_qs)
             if failure is not None:
                 raise self._injected(failure, request)

@@ -125,7 +125,7 @@ class WatchStream:
     async def _wait_out_stall(self, subscription: Subscription, deadline: float | None) -> None:
         loop = asyncio.get_running_loop()
         while (stall := self.faults.stall_remaining()) > 0 and not subscription.ended.is_set():
-            if deadline is not None:
+            if deadline is not None and not self.faults.stall_outlasts_timeouts():
                 stall = min(stall, deadline - loop.time())
                 if stall <= 0:
                     return
@@ -189,6 +189,8 @@ class WatchStream:
 
     async def _send_bookmark(self, response: web.StreamResponse) -> None:
         resource = self.request.resource
+        if self.faults.bookmarks_suppressed():
+            return
         revision = self.faults.bookmark_revision()
         if revision < self.store.revision and revision <= self._reached:
             # A frozen watch cache no further than this watcher stands (where it started,

@@ -10,7 +10,9 @@ than the default one is left alone, and so is a pod labelled with the opt-out la
 applies before calling).
 
 Pure: it reads the pod as the API server sent it (``generateName`` pods have no name
-yet) and the claims, PVs and classes of a cluster cache.
+yet) and the claims, PVs and classes of a cluster cache. ``unknown_objects`` names what
+the decision would read and the cache does not hold (a claim created just before its
+pod, say), so the webhook can read it from the API server before it decides.
 """
 
 from __future__ import annotations
@@ -41,6 +43,21 @@ class Routing:
 
     route: bool
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """An object the decision needs: its kind, name and (for a claim) namespace."""
+
+    kind: str
+    name: str
+    namespace: str = ""
+
+    def __str__(self) -> str:
+        noun = {"PersistentVolumeClaim": "claim", "PersistentVolume": "volume"}.get(
+            self.kind, self.kind
+        )
+        return f"{noun} {self.namespace}/{self.name}" if self.namespace else f"{noun} {self.name}"
 
 
 def _class_is_ours(cluster: ClusterCache, rules: RoutingRules, class_name: str) -> bool:
@@ -81,10 +98,9 @@ def _template_class(cluster: ClusterCache, volume: Mapping[str, Any]) -> str:
     return default.name if default is not None else ""
 
 
-def decide_routing(
-    pod: Mapping[str, Any], namespace: str, cluster: ClusterCache, rules: RoutingRules
-) -> Routing:
-    """Whether to route this pod (as admitted: a raw object, possibly without a name)."""
+def _left_alone(pod: Mapping[str, Any], rules: RoutingRules) -> Routing | None:
+    """Why the pod's volumes do not matter (not a pod spec, opted out, another scheduler's),
+    or None when they decide."""
     metadata = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     labels = metadata.get("labels") or {}
@@ -97,15 +113,72 @@ def decide_routing(
         return Routing(False, f"the pod already names {current}")
     if current != DEFAULT_SCHEDULER:
         return Routing(False, f"the pod names another scheduler ({current})")
-    volumes = spec.get("volumes") or []
-    if not isinstance(volumes, list):
+    if not isinstance(spec.get("volumes") or [], list):
         return Routing(False, "spec.volumes is not a list")
-    for volume in volumes:
-        if not isinstance(volume, Mapping):
-            continue
-        source = volume.get("persistentVolumeClaim")
-        if isinstance(source, Mapping) and isinstance(source.get("claimName"), str):
-            why = _claim_is_ours(cluster, rules, namespace, source["claimName"])
+    return None
+
+
+def _volumes(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    volumes = (pod.get("spec") or {}).get("volumes") or []
+    return [volume for volume in volumes if isinstance(volume, Mapping)]
+
+
+def _claim_name(volume: Mapping[str, Any]) -> str | None:
+    source = volume.get("persistentVolumeClaim")
+    if isinstance(source, Mapping) and isinstance(source.get("claimName"), str):
+        return str(source["claimName"])
+    return None
+
+
+def unknown_objects(
+    pod: Mapping[str, Any], namespace: str, cluster: ClusterCache, rules: RoutingRules
+) -> list[ObjectRef]:
+    """What ``decide_routing`` would read for this pod and the cache does not hold: a claim
+    the pod names, the PV a known claim is bound to, a StorageClass a known claim or an
+    ephemeral volume's template names. Empty when the volumes do not decide (an opted-out
+    pod, another scheduler's). Once a claim is known, what it needs comes next."""
+    if _left_alone(pod, rules) is not None:
+        return []
+    wanted: list[ObjectRef] = []
+
+    def want_class(class_name: str | None) -> None:
+        if not class_name or class_name in rules.storage_classes:
+            return
+        if class_name not in cluster.storage_classes:
+            wanted.append(ObjectRef("StorageClass", class_name))
+
+    for volume in _volumes(pod):
+        claim_name = _claim_name(volume)
+        if claim_name is not None:
+            claim = cluster.pvcs.get(f"{namespace}/{claim_name}")
+            if claim is None:
+                wanted.append(ObjectRef("PersistentVolumeClaim", claim_name, namespace))
+                continue
+            if claim.volume_name:
+                volume_of_claim = cluster.pvs.get(claim.volume_name)
+                if volume_of_claim is None:
+                    wanted.append(ObjectRef("PersistentVolume", claim.volume_name))
+                else:
+                    want_class(volume_of_claim.storage_class)
+            want_class(claim.storage_class)
+        elif isinstance(volume.get("ephemeral"), Mapping):
+            template = (volume["ephemeral"].get("volumeClaimTemplate") or {}).get("spec") or {}
+            class_name = template.get("storageClassName")
+            want_class(class_name if isinstance(class_name, str) else None)
+    return list(dict.fromkeys(wanted))
+
+
+def decide_routing(
+    pod: Mapping[str, Any], namespace: str, cluster: ClusterCache, rules: RoutingRules
+) -> Routing:
+    """Whether to route this pod (as admitted: a raw object, possibly without a name)."""
+    left_alone = _left_alone(pod, rules)
+    if left_alone is not None:
+        return left_alone
+    for volume in _volumes(pod):
+        claim_name = _claim_name(volume)
+        if claim_name is not None:
+            why = _claim_is_ours(cluster, rules, namespace, claim_name)
             if why is not None:
                 return Routing(True, why)
         elif isinstance(volume.get("ephemeral"), Mapping):

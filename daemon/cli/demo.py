@@ -25,7 +25,6 @@ from volsched.daemon.config.settings import (
 )
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.runtime.app import Daemon, DaemonOptions, open_daemon
-from volsched.daemon.watch.watching import WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 
 TIME_LIMIT_SECONDS = 25.0
@@ -113,7 +112,7 @@ async def run_demo(out: TextIO = sys.stdout, time_limit: float = TIME_LIMIT_SECO
             daemon = await open_daemon(
                 settings,
                 client,
-                DaemonOptions(watch=WatchSettings(silence_seconds=30), seed=1, grace_seconds=5),
+                DaemonOptions(seed=1, grace_seconds=5),
             )
             await daemon.start()
             print(f"volsched demo: Kubernetes API emulator at {url} (9 nodes in 3 zones)", file=out)

@@ -231,7 +231,9 @@ def cmd_webhook(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         client = await KubeClient.connect(kubeconfig)
-        webhook = RoutingWebhook(client.read_only(), rules, tls)
+        webhook = RoutingWebhook(
+            client.read_only(), rules, tls, lookup_timeout_seconds=hook.lookup_timeout_seconds
+        )
         try:
             port = await webhook.start(address)
             logging.getLogger("volsched.webhook").info(

@@ -216,10 +216,10 @@ def settings_from_data(
     identity = election.string("identity", None)
     if identity:
         leader_election = replace(leader_election, identity=identity)
-    hook = read.section(
-        "webhook",
-        {"address", "certFile", "keyFile", "schedulerName", "storageClasses", "provisioners"},
-    )
+    hook = read.section("webhook", {
+        "address", "certFile", "keyFile", "schedulerName", "storageClasses", "provisioners",
+        "lookupTimeoutSeconds",
+    })  # fmt: skip
     webhook = WebhookSettings(
         address=hook.string("address", DEFAULT_WEBHOOK_ADDRESS) or DEFAULT_WEBHOOK_ADDRESS,
         cert_file=hook.string("certFile", None),
@@ -227,6 +227,7 @@ def settings_from_data(
         scheduler_name=hook.string("schedulerName", None),
         storage_classes=hook.names("storageClasses", ()),
         provisioners=hook.names("provisioners", WebhookSettings().provisioners),
+        lookup_timeout_seconds=hook.number("lookupTimeoutSeconds", 1.5, 0.1, 15),
     )
     replica_data = data.get("replicaScheduling") or {}
     if not isinstance(replica_data, Mapping):

@@ -110,6 +110,9 @@ class WebhookSettings:
     scheduler_name: str | None = None
     storage_classes: tuple[str, ...] = ()
     provisioners: tuple[str, ...] = (CSI_DRIVER,)
+    # How long an admission may spend reading a claim the webhook's caches do not know
+    # yet; never more than half the API server's timeout for the call (deploy/: 3 s).
+    lookup_timeout_seconds: float = 1.5
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,14 @@ volsched's. The webhook fails open twice over: its MutatingWebhookConfiguration 
 ``failurePolicy: Ignore`` with a short timeout, and a request it cannot read is allowed
 unchanged with a warning the client sees (``kubectl`` prints it), never refused.
 
-The claims, PVs and StorageClasses it consults come from its own list+watch (no API call
-per admission), so an answer takes microseconds; until those caches have synced,
-``/readyz`` fails and the Service sends the API server nowhere (it then ignores the
-webhook, as configured). TLS comes from files and is reloaded when they change.
+The claims, PVs and StorageClasses it consults come from its own list+watch, so an
+answer usually takes microseconds; until those caches have synced, ``/readyz`` fails and
+the Service sends the API server nowhere (it then ignores the webhook, as configured).
+A claim the caches do not know yet — created just before its pod, its watch event not
+here yet — is read from the API server before deciding, within a deadline well inside
+the API server's own timeout for the call (``admission_lookup``); a pod left to its
+scheduler because that read failed or ran out of time is logged with its name. TLS
+comes from files and is reloaded when they change.
 """
 
 from __future__ import annotations
@@ -26,18 +30,29 @@ from typing import Any
 from aiohttp import web
 
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ConfigError
+from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.daemon.config.loading import parse_duration
+from volsched.daemon.config.settings import WebhookSettings
+from volsched.daemon.http.admission_lookup import look_up
 from volsched.daemon.http.server import bound_port
 from volsched.daemon.http.tls_files import ReloadingTLS
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
-from volsched.scheduling.routing import RoutingRules, decide_routing
+from volsched.scheduling.routing import Routing, RoutingRules, decide_routing, unknown_objects
 
 log = logging.getLogger(__name__)
 
 API_VERSION = "admission.k8s.io/v1"
 WATCHED_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit for a pod
+# How long an admission may spend reading what the caches do not know yet (the
+# ``webhook.lookupTimeoutSeconds`` setting). The API server gives the webhook its
+# timeoutSeconds (deploy/: 3 s; kube-apiserver's default: 10 s) and names it in the
+# request's ``timeout`` parameter; the read never takes more than half of that, so the
+# answer still arrives in time.
+LOOKUP_TIMEOUT_SECONDS = WebhookSettings().lookup_timeout_seconds
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +74,24 @@ class Review:
         return {"apiVersion": API_VERSION, "kind": "AdmissionReview", "response": response}
 
 
-def review(body: Any, cluster: ClusterCache, rules: RoutingRules) -> Review:
-    """Decide one AdmissionReview request body (already decoded JSON)."""
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A pod being created, as an AdmissionReview brings it."""
+
+    uid: str
+    pod: Mapping[str, Any]
+    namespace: str
+
+    @property
+    def pod_name(self) -> str:
+        """namespace/name; a pod created with ``generateName`` has only that prefix yet."""
+        metadata = self.pod.get("metadata") or {}
+        return f"{self.namespace}/{metadata.get('name') or metadata.get('generateName', '')}"
+
+
+def read_review(body: Any) -> Admission | Review:
+    """The pod to decide for, or the answer when there is none (a malformed request,
+    an operation other than CREATE)."""
     request = body.get("request") if isinstance(body, Mapping) else None
     if not isinstance(request, Mapping):
         return Review(
@@ -85,17 +116,29 @@ def review(body: Any, cluster: ClusterCache, rules: RoutingRules) -> Review:
     namespace = (
         request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
     )
-    decision = decide_routing(pod, str(namespace), cluster, rules)
+    return Admission(uid, pod, str(namespace))
+
+
+def answer(admission: Admission, decision: Routing, rules: RoutingRules) -> Review:
     if not decision.route:
-        return Review(uid)
-    spec = pod.get("spec") or {}
+        return Review(admission.uid)
+    spec = admission.pod.get("spec") or {}
     operation = "replace" if "schedulerName" in spec else "add"
     patch = [{"op": operation, "path": "/spec/schedulerName", "value": rules.scheduler_name}]
-    name = (pod.get("metadata") or {}).get("name") or (pod.get("metadata") or {}).get(
-        "generateName", ""
-    )
-    log.info("routing pod %s/%s to %s: %s", namespace, name, rules.scheduler_name, decision.reason)
-    return Review(uid, patch=patch)
+    log.info("routing pod %s to %s: %s", admission.pod_name, rules.scheduler_name, decision.reason)
+    return Review(admission.uid, patch=patch)
+
+
+def lookup_deadline(timeout_parameter: str | None, configured_seconds: float) -> float:
+    """The configured deadline, or half the API server's ``timeout`` for this call (a Go
+    duration such as ``3s``) when that is shorter."""
+    if not timeout_parameter:
+        return configured_seconds
+    try:
+        api_timeout = parse_duration(timeout_parameter, "timeout")
+    except ConfigError:
+        return configured_seconds
+    return min(configured_seconds, api_timeout / 2)
 
 
 async def _mutate(request: web.Request) -> web.Response:
@@ -103,14 +146,11 @@ async def _mutate(request: web.Request) -> web.Response:
     try:
         body = await request.json(loads=json.loads)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        answer = Review(
-            "", warning="volsched routing: the request body is not JSON; pod left unchanged"
-        )
-        return web.json_response(answer.body())
-    answer = review(body, webhook.cluster, webhook.rules)
-    webhook.reviewed += 1
-    webhook.routed += bool(answer.patch)
-    return web.json_response(answer.body())
+        warning = "volsched routing: the request body is not JSON; pod left unchanged"
+        return web.json_response(Review("", warning=warning).body())
+    deadline = lookup_deadline(request.query.get("timeout"), webhook.lookup_timeout_seconds)
+    reviewed = await webhook.review(body, deadline)
+    return web.json_response(reviewed.body())
 
 
 async def _healthz(request: web.Request) -> web.Response:
@@ -134,10 +174,12 @@ class RoutingWebhook:
         rules: RoutingRules,
         tls: ReloadingTLS | None,
         watch: WatchSettings | None = None,
+        lookup_timeout_seconds: float = LOOKUP_TIMEOUT_SECONDS,
     ) -> None:
         self.client = client
         self.rules = rules
         self.tls = tls
+        self.lookup_timeout_seconds = lookup_timeout_seconds
         self.cluster = ClusterCache()
         self.ingest = Ingest(self.cluster, None, rules.scheduler_name)
         self.watchers = [
@@ -146,8 +188,63 @@ class RoutingWebhook:
         ]
         self.reviewed = 0
         self.routed = 0
+        # Admissions that needed a read from the API server, and those whose read failed.
+        self.looked_up = 0
+        self.lookups_failed = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._runner: web.AppRunner | None = None
+
+    async def review(self, body: Any, lookup_deadline_seconds: float) -> Review:
+        """Decide one AdmissionReview, reading first what the caches do not know yet."""
+        self.reviewed += 1
+        admission = read_review(body)
+        if isinstance(admission, Review):
+            return admission
+        pod, namespace = admission.pod, admission.namespace
+        decision = decide_routing(pod, namespace, self.cluster, self.rules)
+        if not decision.route and unknown_objects(pod, namespace, self.cluster, self.rules):
+            decision = await self._decide_after_lookup(admission, lookup_deadline_seconds)
+        self.routed += decision.route
+        return answer(admission, decision, self.rules)
+
+    async def _decide_after_lookup(self, admission: Admission, deadline_seconds: float) -> Routing:
+        pod, namespace = admission.pod, admission.namespace
+        self.looked_up += 1
+        lookup = await look_up(
+            self.client,
+            self.ingest,
+            lambda: unknown_objects(pod, namespace, self.cluster, self.rules),
+            deadline_seconds,
+        )
+        decision = decide_routing(pod, namespace, self.cluster, self.rules)
+        if lookup.read:
+            log.debug(
+                "pod %s: read %s from the API server (not in the cache yet)",
+                admission.pod_name,
+                ", ".join(str(ref) for ref in lookup.read),
+            )
+        if lookup.failure:
+            self.lookups_failed += 1
+        if decision.route:
+            return decision
+        if lookup.failure:
+            # Only a default-scheduler pod's volumes decide (another scheduler's is left
+            # alone before any read).
+            log.warning(
+                "pod %s not routed to %s and left to %s: %s",
+                admission.pod_name,
+                self.rules.scheduler_name,
+                DEFAULT_SCHEDULER,
+                lookup.failure,
+            )
+        elif lookup.absent:
+            log.info(
+                "pod %s not routed to %s: %s not found",
+                admission.pod_name,
+                self.rules.scheduler_name,
+                ", ".join(str(ref) for ref in lookup.absent),
+            )
+        return decision
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY_BYTES)

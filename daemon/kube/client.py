@@ -9,9 +9,13 @@ deserialisation surprises:
 - a pod ``binding`` POST answers with a ``Status`` (201), which the generated
   ``create_namespaced_binding`` cannot deserialise (it raises ValueError although the
   binding succeeded); we only look at the HTTP status;
-- kubernetes-asyncio's default request timeout (300 s) would cut long watches; watches
-  here set their own read deadline so a silent stream is noticed and a live one is not
-  cut.
+- kubernetes-asyncio's default request timeout (300 s) would cut long watches. A watch
+  here ends when the server ends it, at the timeoutSeconds it asked for; its own
+  deadline is a margin past that, so a quiet stream (no event, no bookmark: a kind
+  nobody writes) is never cut, and one the server stopped serving is. A dead peer is
+  noticed sooner through TCP keepalive on the watch's connection, which plays the part
+  of client-go's HTTP/2 health check (a ping after 30 s without a frame, answered within
+  15 s).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from kubernetes_asyncio.config.config_exception import ConfigException
 
 from volsched.cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
+from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
 
 Raw = dict[str, Any]
@@ -287,13 +292,14 @@ class KubeClient:
         kind: str,
         resource_version: str,
         timeout_seconds: int,
-        silence_seconds: float,
+        overdue_seconds: float,
         field_selector: str | None = None,
     ) -> AsyncIterator[Raw]:
-        """Events after ``resource_version`` until the server ends the stream.
+        """Events after ``resource_version`` until the server ends the stream, which it
+        does at ``timeout_seconds``.
 
-        Raises ``Gone`` for 410 (as an HTTP status or an ERROR event) and ``ApiError``
-        when no byte arrives for ``silence_seconds`` (a stalled stream is a dead one).
+        Raises ``Gone`` for 410 (as an HTTP status or an ERROR event) and ``ApiError`` for
+        a broken connection, or a stream still open ``overdue_seconds`` past its timeout.
         """
         query = [
             ("watch", "true"),
@@ -303,11 +309,15 @@ class KubeClient:
         ]
         if field_selector:
             query.append(("fieldSelector", field_selector))
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=10, sock_read=silence_seconds)
+        deadline = timeout_seconds + overdue_seconds
+        timeout = aiohttp.ClientTimeout(total=deadline, sock_connect=10)
         response = await self._call("GET", resource(kind).path(), query=query, timeout=timeout)
         async with response:
             if not 200 <= response.status <= 299:
                 raise _error(response.status, await response.read())
+            connection = response.connection
+            if connection is not None and connection.transport is not None:
+                keep_alive(connection.transport.get_extra_info("socket"))
             try:
                 async for line in response.content:
                     if not line.strip():
@@ -319,9 +329,12 @@ class KubeClient:
                         raise _error(code, json.dumps(status))
                     yield event
             except (aiohttp.ServerTimeoutError, TimeoutError):
-                # The read deadline: a live stream sends events or bookmarks well within it.
+                # The server ends every watch at its timeoutSeconds; one still open well
+                # past it is not being served (a stall with the connection kept open).
                 raise ApiError(
-                    0, f"watch {kind}: no event or bookmark for {silence_seconds:g}s"
+                    0,
+                    f"watch {kind}: still open {overdue_seconds:g}s after its "
+                    f"timeoutSeconds ({timeout_seconds}s); the stream had stalled",
                 ) from None
             except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
                 raise ApiError(0, f"watch {kind}: {exc}") from None

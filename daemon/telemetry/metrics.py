@@ -102,7 +102,8 @@ class Metrics:
         )
         self.watch_restarts = Counter(
             "volsched_watch_restarts",
-            "Watch streams restarted (transport error, silence, 410 Gone), by kind.",
+            "Watch streams restarted after a failure (an error, a broken or stalled stream, "
+            "410 Gone), by kind; a watch the server ended at its timeout is renewed uncounted.",
             ["kind"],
             registry=registry,
         )

@@ -2,8 +2,19 @@
 
 Resume from the stored resourceVersion after a restart; follow bookmarks; on ``410
 Gone`` (our resourceVersion was compacted away) relist and let the ingest delete what
-vanished; reconnect with backoff on any transport error; a stream that says nothing —
-no event, no bookmark — for ``silence_seconds`` is treated as dead and reopened.
+vanished; reconnect with backoff on any transport error.
+
+Silence is not a failure. A kind nobody writes has no events, and without etcd's
+progress notifications (off by default) kube-apiserver sends its watchers no bookmark
+either: a healthy watch of it says nothing at all until the server ends it. As
+client-go's reflector does, each watch asks the server to end it after a timeoutSeconds
+picked at random between ``timeout_seconds`` and ``max_timeout_seconds`` (5 to 10
+minutes), and when the server does, it is reopened from where it was, quietly. What is
+a failure, and logged at WARNING with a backoff: an error, a broken connection (the
+client notices a dead peer through TCP keepalive), a stream still open
+``overdue_seconds`` past its own timeoutSeconds (the server, or something between,
+stopped serving it), and a stream the server ends within a second with nothing in it
+(reflector's "very short watch": reopening it at once would loop).
 
 The forever-loop only retries and sleeps; ``sync`` and ``watch_once`` are the finite
 steps tests drive directly.
@@ -13,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -65,10 +77,20 @@ CATCH_UP_WATCHES = 3
 CATCH_UP_RELIST = "relisting to catch up"
 
 
+# A stream the server ends sooner than this with nothing in it is a failure, as
+# client-go's reflector has it ("very short watch"): reopened at once, it would loop.
+SHORTEST_WATCH_SECONDS = 1.0
+
+
 @dataclass(slots=True)
 class WatchSettings:
+    # Each watch asks the server to end it after a timeoutSeconds picked at random in
+    # this range (client-go's reflector: 5 to 10 minutes), so that the watches of many
+    # kinds and many clients do not all end, and come back, at the same moment.
     timeout_seconds: int = 300
-    silence_seconds: float = 90.0
+    max_timeout_seconds: int = 600
+    # A stream still open this long after its timeoutSeconds is no longer being served.
+    overdue_seconds: float = 30.0
     backoff_initial_seconds: float = 0.5
     backoff_max_seconds: float = 30.0
     # Objects per list page on a relist.
@@ -108,6 +130,7 @@ class KindWatcher:
         on_restart: Callable[[str], None] | None = None,
         optional: bool = False,
         apply_after: asyncio.Event | None = None,
+        rng: random.Random | None = None,
     ) -> None:
         self.kind = kind
         self.client = client
@@ -121,6 +144,7 @@ class KindWatcher:
         # come due) while the cache loads, but nothing it brings is applied before, or
         # an older stored object would overwrite a newer one.
         self._apply_after = apply_after
+        self._rng = rng or random.Random()
 
     async def _may_apply(self) -> None:
         gate = self._apply_after
@@ -167,15 +191,25 @@ class KindWatcher:
         self.state.synced = True
         self.state.synced_event.set()
 
+    def next_timeout_seconds(self) -> int:
+        """The timeoutSeconds the next watch asks for."""
+        if not self.state.synced:
+            return min(self.settings.timeout_seconds, CATCH_UP_WATCH_SECONDS)
+        shortest = self.settings.timeout_seconds
+        return self._rng.randint(shortest, max(shortest, self.settings.max_timeout_seconds))
+
     async def watch_once(self) -> None:
-        """Follow one watch stream until it ends; raises on 410 and transport errors."""
+        """Follow one watch stream until the server ends it; raises on 410, transport
+        errors, a stream overdue past its timeout and one ended at once with nothing."""
         state = self.state
-        timeout = self.settings.timeout_seconds
-        if not state.synced:
-            timeout = min(timeout, CATCH_UP_WATCH_SECONDS)
+        timeout = self.next_timeout_seconds()
+        loop = asyncio.get_running_loop()
+        opened = loop.time()
+        received = 0
         async for event in self.client.watch(
-            self.kind, state.resource_version, timeout, self.settings.silence_seconds
+            self.kind, state.resource_version, timeout, self.settings.overdue_seconds
         ):
+            received += 1
             await self._may_apply()
             kind_of_event = event.get("type")
             obj = event.get("object") or {}
@@ -201,6 +235,20 @@ class KindWatcher:
                 if self.store is not None:
                     self.store.set_resume_point(self.kind, version)
             self._mark_caught_up(version)
+        lasted = loop.time() - opened
+        if not received and lasted < SHORTEST_WATCH_SECONDS:
+            raise ApiError(
+                0, f"watch {self.kind}: ended by the server after {lasted:.1f}s with no event"
+            )
+        log.debug(
+            "%s watch ended by the server after %.0fs (timeoutSeconds %d, %d event(s)); "
+            "resuming from %s",
+            self.kind,
+            lasted,
+            timeout,
+            received,
+            state.resource_version,
+        )
 
     async def run(self) -> None:
         """Forever: (re)list when needed, watch, and retry with backoff."""
@@ -213,7 +261,7 @@ class KindWatcher:
                 delay = self.settings.backoff_initial_seconds
                 if not self.state.synced:
                     self._count_catch_up_watch()
-                # The server closed the stream (timeoutSeconds): resume at once.
+                # The server ended the stream at its timeoutSeconds: resume at once, quietly.
                 continue
             except Gone:
                 # Our resourceVersion was compacted away: relist and carry on.

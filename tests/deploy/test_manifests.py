@@ -743,6 +743,9 @@ def test_webhook_service_certificate_and_config_agree() -> None:
     assert int(settings.webhook.address.rsplit(":", 1)[1]) == container_port["containerPort"]
     assert settings.scheduler_name == SETTINGS.scheduler_name
     assert "driver.longhorn.io" in settings.webhook.provisioners
+    # A claim its cache does not know yet is read within half the API server's timeout.
+    (hook,) = webhook_configuration()["webhooks"]
+    assert settings.webhook.lookup_timeout_seconds <= hook["timeoutSeconds"] / 2
     # The TLS files come from the Secret cert-manager writes, named in its Certificate.
     certificate = one("Certificate", "volsched-webhook")
     (tls,) = [v for v in pod["spec"]["volumes"] if v["name"] == "tls"]

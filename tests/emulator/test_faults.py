@@ -1,4 +1,5 @@
-"""Fault injection: cut and stalled watches, compaction, injected failures, the request log."""
+"""Fault injection: cut and stalled watches, bookmarks frozen or suppressed, compaction,
+injected failures and delays, the request log."""
 
 from __future__ import annotations
 
@@ -44,6 +45,61 @@ async def test_stalled_watches_send_nothing_then_catch_up(api: Api, server: ApiS
         assert (event["type"], event["object"]["metadata"]["name"]) == ("ADDED", "p1")
     finally:
         watch.close()
+
+
+async def test_a_stall_ends_with_the_timeout_unless_it_outlasts_it(
+    api: Api, server: ApiServer
+) -> None:
+    """A stall is a busy server: a stream whose timeoutSeconds passes still ends then. A
+    stall past the timeout is a server that stopped serving its streams but keeps their
+    connections open: nothing, not even the end, until it is over."""
+    server.faults.stall_watches(5)
+    ends = await api.watch(PODS, timeoutSeconds="0.3")
+    try:
+        assert await ends.until_eof(1.0) == []
+    finally:
+        ends.close()
+    server.faults.stall_watches(1.0, past_timeout=True)
+    hangs = await api.watch(PODS, timeoutSeconds="0.3")
+    try:
+        assert await hangs.silent_for(0.6)
+        assert await hangs.until_eof(1.0) == []
+    finally:
+        hangs.close()
+
+
+async def test_suppressed_bookmarks_are_never_sent(api: Api, server: ApiServer) -> None:
+    """A resource nobody writes, on a server whose etcd reports no progress: no bookmark,
+    neither the regular ones nor the one before the timeout; events still flow."""
+    server.faults.suppress_bookmarks()
+    watch = await api.watch(PODS, allowWatchBookmarks="true", timeoutSeconds="2.5")
+    try:
+        assert await watch.silent_for(0.7)
+        await api.ok("POST", PODS, pod("p1"))
+        assert (await watch.next(1.0))["type"] == "ADDED"
+        assert await watch.until_eof(3.0) == []
+    finally:
+        watch.close()
+    server.faults.reset()
+    again = await api.watch(
+        PODS, allowWatchBookmarks="true", resourceVersion=str(server.store.revision)
+    )
+    try:
+        assert (await again.next(1.0))["type"] == "BOOKMARK"
+    finally:
+        again.close()
+
+
+async def test_delay_next_holds_matching_requests(api: Api, server: ApiServer) -> None:
+    await api.ok("POST", PVS, pv("pv-1"))
+    server.faults.delay_next("GET", r"/persistentvolumes/pv-1$", 0.5, times=1)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert (await api.get(f"{PVS}/pv-1"))[0] == 200
+    assert loop.time() - started >= 0.5
+    started = loop.time()
+    assert (await api.get(f"{PVS}/pv-1"))[0] == 200
+    assert loop.time() - started < 0.4
 
 
 async def test_frozen_bookmarks_carry_the_revision_of_the_freeze(

@@ -86,10 +86,9 @@ class Cluster:
     ) -> Daemon:
         client = await KubeClient.connect(str(self.kubeconfig))
         options = DaemonOptions(
+            # ``watch`` overrides WatchSettings' fields (a test's short watch timeouts).
             watch=WatchSettings(
-                silence_seconds=watch.get("silence_seconds", 5.0),
-                backoff_initial_seconds=0.05,
-                backoff_max_seconds=0.5,
+                **{"backoff_initial_seconds": 0.05, "backoff_max_seconds": 0.5, **watch}
             ),
             grace_seconds=5,
             seed=1,

@@ -1,10 +1,11 @@
-"""What must survive: cut, expired and stalled watches; a daemon killed between the PV
-prebind and the pod binding; restarts with a warm, a deleted or a corrupt database;
-SIGTERM."""
+"""What must survive: cut, expired and stalled watches, and quiet ones without bookmarks
+(without a warning); a daemon killed between the PV prebind and the pod binding;
+restarts with a warm, a deleted or a corrupt database; SIGTERM."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import time
@@ -32,7 +33,10 @@ def server_pvs(cluster: Cluster) -> set[str]:
 async def test_watch_cut_expiry_and_stall_all_converge(cluster: Cluster) -> None:
     server = cluster.server
     server.load([*BASE, local_pv("pv-a", "node-1")])
-    daemon = await cluster.start_daemon(silence_seconds=1.0)
+    # Watches the server ends after 2 s; one still open half a second later has stalled.
+    daemon = await cluster.start_daemon(
+        timeout_seconds=2, max_timeout_seconds=2, overdue_seconds=0.5
+    )
     await eventually(lambda: cache_pvs(cluster, daemon) == {"pv-a"}, what="initial sync")
 
     # 1. The connection drops: the watch resumes from its resourceVersion.
@@ -50,11 +54,13 @@ async def test_watch_cut_expiry_and_stall_all_converge(cluster: Cluster) -> None
     await eventually(lambda: cache_pvs(cluster, daemon) == server_pvs(cluster), what="after 410")
     assert pv_watcher.state.relists > relists_before
 
-    # 3. The stream goes silent (no events, no bookmarks): treated as dead and reopened.
-    # (The emulator stalls every stream, new ones too, for 3 s; the daemon gives up on a
-    # stream after 1 s of silence and reconnects until the server talks again.)
+    # 3. The server stops serving the streams but keeps their connections open: nothing
+    # comes, not even the end at their timeoutSeconds. A stream still open past its
+    # timeout is treated as dead and reopened. (The emulator stalls every stream, new
+    # ones too, for 3 s; the daemon gives up on a stream half a second past its 2 s
+    # timeout and reconnects until the server talks again.)
     restarts_before = pv_watcher.state.restarts
-    server.faults.stall_watches(3)
+    server.faults.stall_watches(3, past_timeout=True)
     await asyncio.sleep(0.1)
     server.load([local_pv("pv-c", "node-1")])
     await eventually(
@@ -62,7 +68,30 @@ async def test_watch_cut_expiry_and_stall_all_converge(cluster: Cluster) -> None
     )
     assert cache_pvs(cluster, daemon) == server_pvs(cluster)
     assert pv_watcher.state.restarts > restarts_before
-    assert "no event or bookmark" in pv_watcher.state.last_error
+    assert "the stream had stalled" in pv_watcher.state.last_error
+
+
+async def test_quiet_kinds_without_bookmarks_are_renewed_without_a_warning(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kube-apiserver without etcd's progress notifications (etcd's default) sends no
+    bookmark for a kind nobody writes: its watch is silent from start to end. The daemon's
+    watches of every kind are renewed when the server ends them, with no warning, and go
+    on delivering."""
+    server = cluster.server
+    server.load(BASE)
+    server.faults.suppress_bookmarks()
+    caplog.set_level(logging.INFO, logger="volsched.watch")
+    daemon = await cluster.start_daemon(timeout_seconds=1, max_timeout_seconds=2)
+    watched = [w for w in daemon.sync.watchers if not w.state.absent]
+    opened = len(server.faults.requests("GET", "watch=true"))
+    await asyncio.sleep(4.5)
+    assert len(server.faults.requests("GET", "watch=true")) >= opened + 2 * len(watched)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warnings == []
+    assert all(w.state.restarts == 0 for w in watched)
+    server.load([pod("p1")])
+    await eventually(lambda: cluster.node_of("p1"), what="p1 placed")
 
 
 async def kill_after_prebind(cluster: Cluster, workload: dict[str, object], pv: str) -> None:
@@ -156,7 +185,7 @@ async def test_warm_restart_waits_for_its_watches_to_catch_up_before_it_is_ready
 
     server.faults.stall_watches(3)
     started = time.monotonic()
-    starting = asyncio.create_task(cluster.start_daemon(silence_seconds=30.0))
+    starting = asyncio.create_task(cluster.start_daemon())
     await eventually(lambda: cluster.live_daemons(), what="the second daemon opened")
     (second,) = cluster.live_daemons()
     await eventually(lambda: second._runner is not None, what="its HTTP endpoint")
@@ -198,7 +227,7 @@ async def test_warm_restart_catches_up_in_seconds_when_bookmarks_come_once_a_min
         server.registry.delete(volumes, "", "pv-1")
         server.load([local_pv("pv-2", "node-2")])
         started = time.monotonic()
-        second = await asyncio.wait_for(cluster.start_daemon(silence_seconds=90.0), 15)
+        second = await asyncio.wait_for(cluster.start_daemon(), 15)
         assert second.sync.warm
         assert time.monotonic() - started < 10
         assert cache_pvs(cluster, second) == {"pv-2"}

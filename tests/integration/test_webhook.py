@@ -1,12 +1,14 @@
 """The scheduler-routing webhook as the API server calls it: real AdmissionReview v1
-bodies over HTTPS, its caches filled by list+watch from the emulator, certificates
-rotated on disk."""
+bodies over HTTPS (with the ``timeout`` parameter kube-apiserver adds), its caches filled
+by list+watch from the emulator, claims its watch has not brought yet read from the API
+server, certificates rotated on disk."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
+import logging
 import ssl
 import subprocess
 import sys
@@ -19,7 +21,7 @@ import pytest
 
 from tests.integration.conftest import ROOT, Cluster, eventually
 from volsched.daemon.http.tls_files import ReloadingTLS
-from volsched.daemon.http.webhook import RoutingWebhook
+from volsched.daemon.http.webhook import RoutingWebhook, lookup_deadline
 from volsched.daemon.kube.client import KubeClient
 from volsched.scheduling.routing import RoutingRules
 
@@ -97,16 +99,21 @@ RULES = RoutingRules(
 )
 
 
-def pod(volumes: list[Raw], scheduler: str | None = None, labels: Raw | None = None) -> Raw:
+def pod(
+    volumes: list[Raw],
+    scheduler: str | None = None,
+    labels: Raw | None = None,
+    name: str | None = None,
+) -> Raw:
     spec: Raw = {"containers": [{"name": "main", "image": "busybox"}], "volumes": volumes}
     if scheduler is not None:
         spec["schedulerName"] = scheduler
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"generateName": "web-", "namespace": "shop", "labels": labels or {}},
-        "spec": spec,
-    }
+    metadata: Raw = {"namespace": "shop", "labels": labels or {}}
+    if name is not None:
+        metadata["name"] = name  # a StatefulSet's pod
+    else:
+        metadata["generateName"] = "web-"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def claim_volume(name: str) -> Raw:
@@ -133,6 +140,10 @@ def admission(obj: Raw, uid: str = "7f6c1a2e") -> Raw:
     }
 
 
+# What kube-apiserver adds to the webhook's URL: its timeoutSeconds, as deploy/ sets it.
+API_SERVER_TIMEOUT = "?timeout=3s"
+
+
 class Webhook:
     def __init__(self, url: str, cafile: Path) -> None:
         self.url = url
@@ -143,7 +154,7 @@ class Webhook:
         async with (
             aiohttp.ClientSession() as session,
             session.post(
-                self.url + "/mutate-pods",
+                self.url + "/mutate-pods" + API_SERVER_TIMEOUT,
                 data=data,
                 headers={"Content-Type": "application/json"},
                 ssl=self.ssl,
@@ -237,6 +248,86 @@ async def test_claims_created_later_are_seen(
     )
     _, answer = await client.post(admission(pod([claim_volume("late")])))
     assert patched_scheduler(answer) == "volsched"
+
+
+CLAIMS = "/api/v1/namespaces/shop/persistentvolumeclaims"
+LOGGER = "volsched.daemon.http.webhook"
+
+
+async def test_claims_created_just_before_their_pods_are_routed_while_the_watch_lags(
+    webhook: tuple[Webhook, RoutingWebhook], cluster: Cluster
+) -> None:
+    """A StatefulSet's way: each claim is created, and its pod is admitted the moment the
+    API server has answered, while the API server is busy with hundreds of other claim
+    creations and the webhook's watch has fallen behind (nothing reaches its cache). The
+    webhook reads each claim it does not know before it decides: every pod is routed."""
+    client, server = webhook
+    cluster.server.faults.stall_watches(60)
+    async with aiohttp.ClientSession(cluster.server.url) as api:
+
+        async def create(name: str) -> None:
+            async with api.post(CLAIMS, json=claim(name, "local-nvme")) as response:
+                assert response.status == 201, await response.text()
+
+        async def stateful_pod(ordinal: int) -> str | None:
+            await create(f"data-web-{ordinal}")
+            volume = {"name": "data", "persistentVolumeClaim": {"claimName": f"data-web-{ordinal}"}}
+            _, answer = await client.post(admission(pod([volume], name=f"web-{ordinal}")))
+            return patched_scheduler(answer)
+
+        busy = [create(f"bulk-{n}") for n in range(600)]
+        results = await asyncio.gather(*(stateful_pod(i) for i in range(100)), *busy)
+    routed = results[:100]
+    assert routed.count("volsched") == 100, routed
+    assert server.cluster.pvcs.get("shop/data-web-99") is not None
+    assert server.looked_up == 100 and server.lookups_failed == 0
+
+
+async def test_a_claim_read_that_runs_out_of_time_is_logged_with_the_pod(
+    webhook: tuple[Webhook, RoutingWebhook],
+    cluster: Cluster,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API server takes too long to answer the read: the webhook answers in time
+    (within the API server's 3 s), leaves the pod unchanged, and says which pod."""
+    client, server = webhook
+    cluster.server.faults.stall_watches(60)
+    cluster.server.load([claim("data-db-0", "local-nvme")])
+    cluster.server.faults.delay_next("GET", r"/persistentvolumeclaims/data-db-0$", 10)
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    volume = {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-0"}}
+    _, answer = await client.post(admission(pod([volume], name="db-0")))
+    assert loop.time() - started < 2.5
+    assert patched_scheduler(answer) is None
+    [warning] = [r for r in caplog.records if r.name == LOGGER and r.levelno >= logging.WARNING]
+    assert warning.getMessage() == (
+        "pod shop/db-0 not routed to volsched and left to default-scheduler: "
+        "reading claim shop/data-db-0 timed out after 1.5s"
+    )
+    assert server.lookups_failed == 1
+
+
+async def test_a_claim_that_does_not_exist_is_logged_with_the_pod(
+    webhook: tuple[Webhook, RoutingWebhook], caplog: pytest.LogCaptureFixture
+) -> None:
+    client, _ = webhook
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    volume = {"name": "data", "persistentVolumeClaim": {"claimName": "never-made"}}
+    _, answer = await client.post(admission(pod([volume], name="lonely-0")))
+    assert patched_scheduler(answer) is None
+    assert [r.getMessage() for r in caplog.records if r.name == LOGGER] == [
+        "pod shop/lonely-0 not routed to volsched: claim shop/never-made not found"
+    ]
+
+
+def test_the_read_takes_at_most_half_the_api_servers_timeout() -> None:
+    assert lookup_deadline("3s", 1.5) == 1.5
+    assert lookup_deadline("1s", 1.5) == 0.5
+    assert lookup_deadline("10s", 1.5) == 1.5
+    assert lookup_deadline(None, 1.5) == 1.5
+    assert lookup_deadline("soon", 1.5) == 1.5
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,12 @@ def test_defaults_are_authenticated_https_on_loopback() -> None:
     assert settings.extender_scheduler_names == ("default-scheduler",)
 
 
+def test_the_webhooks_claim_reads_have_a_deadline() -> None:
+    assert settings_from_data({}, "c.yaml").webhook.lookup_timeout_seconds == 1.5
+    data = {"webhook": {"lookupTimeoutSeconds": 4}}
+    assert settings_from_data(data, "c.yaml").webhook.lookup_timeout_seconds == 4.0
+
+
 @pytest.mark.parametrize(
     "address", ["127.0.0.1:0", "[::1]:10351", "localhost:10351", "127.0.0.2:1"]
 )
@@ -60,6 +66,10 @@ def test_authentication_may_be_off_on_loopback(address: str) -> None:
             "c.yaml: extender.schedulerNames: must be a list",
         ),
         ({"extender": {"schedulerNames": [""]}}, "c.yaml: extender.schedulerNames: must be a list"),
+        (
+            {"webhook": {"lookupTimeoutSeconds": 30}},
+            "c.yaml: webhook.lookupTimeoutSeconds: must be between 0.1 and 15, not 30",
+        ),
     ],
 )
 def test_each_mistake_is_one_error_naming_the_key(data: Any, message: str) -> None:
