@@ -134,6 +134,15 @@ def _check_kubeconfig(path: str) -> None:
         raise fail("no clusters defined")
 
 
+def _trust_environment_once(session: Any) -> None:
+    """kubernetes-asyncio's session trusts the environment, so aiohttp looks for a proxy
+    and a netrc entry in a worker thread on every request: two thread hops per call, for
+    nothing when neither is configured. Read once here instead; with a proxy or netrc in
+    the environment nothing changes."""
+    if not environment_configures_http(os.environ) and hasattr(session, "_trust_env"):
+        session._trust_env = False
+
+
 class KubeClient:
     """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
 
@@ -153,13 +162,7 @@ class KubeClient:
         # For a leader's writer: whether this replica still holds the lease.
         self.leading = leading
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
-        session = api_client.rest_client.pool_manager
-        if not environment_configures_http(os.environ) and hasattr(session, "_trust_env"):
-            # kubernetes-asyncio's session trusts the environment, so aiohttp looks for a
-            # proxy and a netrc entry in a worker thread on every request: two thread
-            # hops per call, for nothing when neither is configured. Read once here
-            # instead; with a proxy or netrc in the environment nothing changes.
-            session._trust_env = False
+        _trust_environment_once(api_client.rest_client.pool_manager)
 
     @classmethod
     async def connect(cls, kubeconfig: str | None) -> KubeClient:
