@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 from pathlib import Path
 
 import yaml
@@ -43,9 +44,15 @@ async def _serve(args: argparse.Namespace) -> None:
     url = await server.start(args.host, args.port)
     if args.kubeconfig:
         write_kubeconfig(args.kubeconfig, url)
+    # Stop on Ctrl-C or SIGTERM, even when started as a background job of a script
+    # (which starts with SIGINT ignored).
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
     print(f"emulator serving on {url} (Ctrl-C to stop)", flush=True)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         await server.stop()
 
