@@ -95,17 +95,23 @@ class NodeInfo:
         self.zone = zone_key(node.meta.labels)
 
     def add_pod(self, pod: Pod) -> None:
-        self.memo = {}
+        """Count the pod here. Its fields are read before anything changes, so a view
+        that cannot be counted (a damaged stored object) leaves the node as it was."""
         key = pod.meta.key
+        requests = [(resource, amount + 0) for resource, amount in pod.requests.items()]
+        ports = tuple(pod.host_ports)
+        nonzero_cpu = pod.nonzero_cpu + 0
+        nonzero_memory = pod.nonzero_memory + 0
+        self.memo = {}
         if key in self.pods:
             self.remove_pod(key)
         self.pods[key] = pod
         requested = self.requested
-        for resource, amount in pod.requests.items():
+        for resource, amount in requests:
             requested[resource] = requested.get(resource, 0) + amount
-        self.nonzero_cpu += pod.nonzero_cpu
-        self.nonzero_memory += pod.nonzero_memory
-        for port in pod.host_ports:
+        self.nonzero_cpu += nonzero_cpu
+        self.nonzero_memory += nonzero_memory
+        for port in ports:
             self.ports[port] = self.ports.get(port, 0) + 1
         if pod.pod_affinity is not None:
             self.affinity_pods[key] = pod

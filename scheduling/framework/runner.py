@@ -167,7 +167,13 @@ class Scheduler:
                 decision.message = status.message
                 decision.node = None
                 return decision
-            self.cluster.assume_pod(pod, decision.node)
+            try:
+                self.cluster.assume_pod(pod, decision.node)
+            except Exception as exc:
+                # A pod view the cache cannot count on a node: give everything back.
+                self.unreserve(decision)
+                decision.error = decision.message = _crashed("Reserve", exc).message
+                decision.node = None
         return decision
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status:
