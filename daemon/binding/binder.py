@@ -81,6 +81,22 @@ def chosen_body(ingest: Ingest, kind: str, key: str, version: object) -> dict[st
     return raw
 
 
+async def replace_or_refresh(
+    client: KubeClient, ingest: Ingest, kind: str, raw: dict[str, Any]
+) -> dict[str, Any]:
+    """PUT at the decision's resourceVersion; on a 409 take the server's current copy into
+    the cache (the watch may lag, or the cache may be stale), so the retry decides on
+    fresh data, then fail this cycle."""
+    try:
+        return await client.replace(kind, raw)
+    except Conflict:
+        meta = raw.get("metadata") or {}
+        current = await client.get(kind, meta.get("name", ""), meta.get("namespace"))
+        current.setdefault("kind", kind)
+        ingest.upsert(kind, current)
+        raise
+
+
 @dataclass(slots=True)
 class BindingSettings:
     bind_timeout_seconds: float = 600.0
@@ -126,6 +142,7 @@ class Binder:
         self.clock = clock
         self.tracer: Tracer = tracer or trace.NoOpTracer()
         self.undoer = Undoer(client, cluster, ingest)
+        self.leave_to_recovery = False
 
     async def bind(self, decision: Decision) -> bool:
         """Run the whole binding cycle; True when the pod ended up bound (the caller, the
@@ -206,7 +223,10 @@ class Binder:
         self, entry: int | None, intent: Intent, done: Mapping[str, list[str]]
     ) -> None:
         """Undo the cycle's writes; close its journal entry only if that fully worked,
-        so recovery retries whatever could not be undone now."""
+        so recovery retries whatever could not be undone now. At shutdown nothing is
+        undone: the open intent is recovery's, at the next start or on the next leader."""
+        if self.leave_to_recovery:
+            return
         undone = await self.undo(intent, done)
         if undone.failed:
             log.warning(
@@ -256,7 +276,9 @@ class Binder:
             done["prebinds"].append(prebind["pv"])
             async with self._writes:
                 with api_write(self.tracer, "PUT", "PersistentVolume", prebind["pv"]):
-                    updated = await self._replace_or_refresh("PersistentVolume", raw)
+                    updated = await replace_or_refresh(
+                        self.client, self.ingest, "PersistentVolume", raw
+                    )
             updated.setdefault("kind", "PersistentVolume")
             self.ingest.upsert("PersistentVolume", updated)
 
@@ -276,22 +298,11 @@ class Binder:
             done["provisions"].append(provision["claim"])
             async with self._writes:
                 with api_write(self.tracer, "PUT", "PersistentVolumeClaim", provision["claim"]):
-                    updated = await self._replace_or_refresh("PersistentVolumeClaim", raw)
+                    updated = await replace_or_refresh(
+                        self.client, self.ingest, "PersistentVolumeClaim", raw
+                    )
             updated.setdefault("kind", "PersistentVolumeClaim")
             self.ingest.upsert("PersistentVolumeClaim", updated)
-
-    async def _replace_or_refresh(self, kind: str, raw: dict[str, Any]) -> dict[str, Any]:
-        """PUT at the decision's resourceVersion; on a 409 take the server's current copy
-        into the cache (the watch may lag, or the cache may be stale), so the retry
-        decides on fresh data, then fail this cycle."""
-        try:
-            return await self.client.replace(kind, raw)
-        except Conflict:
-            meta = raw.get("metadata") or {}
-            current = await self.client.get(kind, meta.get("name", ""), meta.get("namespace"))
-            current.setdefault("kind", kind)
-            self.ingest.upsert(kind, current)
-            raise
 
     async def _create_replicas(self, intent: Intent, done: dict[str, list[str]]) -> None:
         for replica in intent.replicas:

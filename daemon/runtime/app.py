@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, NotFound
+from volsched.cache.errors import ApiError, NotFound, StoreError
 from volsched.cache.objects.core import Pod
 from volsched.cache.store import OpenResult, Store, StoreStats
 from volsched.daemon.binding.binder import Binder, BindingSettings
@@ -74,6 +74,10 @@ GC_THRESHOLDS = (50_000, 20, 20)
 # queued behind it, and bindings completed in one wave when the burst was over. At
 # 0.5 ms the same flush takes under a second and bindings keep pace with scheduling.
 SWITCH_INTERVAL_SECONDS = 0.0005
+# A stopped daemon is gone within this long (systemd's and Kubernetes' grace is longer),
+# and binding cycles get this much of it to finish their writes.
+SHUTDOWN_SECONDS = 8.0
+BINDING_GRACE_SECONDS = 2.0
 
 
 class _SwitchInterval:
@@ -310,18 +314,29 @@ class Daemon:
         return bound_port(self._runner)
 
     async def stop(self) -> None:
-        """Stop taking pods, let bindings finish within the grace period, flush, close."""
-        unfinished = await self.loop.drain(self.options.grace_seconds)
+        """Stop taking pods and be gone within ``SHUTDOWN_SECONDS`` whatever is going on.
+
+        Binding cycles get a short grace to finish their writes; those still waiting
+        (on a slow provisioner, say) are cut short without undoing anything: their
+        intents are in the journal and in the objects, and recovery — at the next start,
+        or on the replica that leads next — finishes or releases them. Releasing the
+        lease and closing the database are bounded too (an API server away, another
+        process holding the file, a full disk)."""
+        clock = asyncio.get_running_loop().time
+        deadline = clock() + min(self.options.grace_seconds, SHUTDOWN_SECONDS)
+        self.binder.leave_to_recovery = True
+        unfinished = await self.loop.drain(min(self.options.grace_seconds, BINDING_GRACE_SECONDS))
         if unfinished:
-            log.warning("%d binding cycle(s) cut short by shutdown", unfinished)
+            log.warning("%d binding cycle(s) left to recovery by shutdown", unfinished)
         if self._elector_task is not None:
             self._elector_task.cancel()
             await asyncio.gather(self._elector_task, return_exceptions=True)
             self._elector_task = None
             try:
-                await self.elector.release()
-            except ApiError as exc:
-                log.warning("could not release the leader lease: %s", exc)
+                async with asyncio.timeout(max(0.1, min(2.0, deadline - clock()))):
+                    await self.elector.release()
+            except (ApiError, TimeoutError) as exc:
+                log.warning("could not release the leader lease: %s", exc or "timed out")
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -330,14 +345,26 @@ class Daemon:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        await self.sync.keep_snapshot()
-        await self.store.close()
+        await self._close_store(max(0.5, deadline - clock()))
         gc.unfreeze()
         if self._switch_interval:
             _switch_interval.release()
             self._switch_interval = False
         if self._tracer_provider is not None:
             self._tracer_provider.shutdown()
+
+    async def _close_store(self, seconds: float) -> None:
+        try:
+            async with asyncio.timeout(seconds):
+                await self.sync.keep_snapshot()
+                await self.store.close()
+        except (TimeoutError, StoreError) as exc:
+            # What was not written is relisted at the next start; the journal is intact.
+            log.warning(
+                "database %s not closed cleanly (%s); the next start catches up",
+                self.settings.database.path,
+                exc or "timed out",
+            )
 
 
 async def open_daemon(

@@ -1,0 +1,68 @@
+"""SIGTERM ends the daemon within seconds whatever it is doing: bindings still waiting
+on storage are left to recovery (their intents are in the journal and in the objects),
+not undone, and the next start recovers them."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+
+import pytest
+
+from tests.integration.conftest import Cluster, eventually
+from tests.integration.objects import claim, node, pod, storage_class
+from volsched.emulator import ControllerSettings
+
+STUCK = "stuck.example.com"
+SELECTED = "volume.kubernetes.io/selected-node"
+
+
+def annotations(cluster: Cluster, name: str) -> dict[str, str]:
+    found = cluster.server.get("PersistentVolumeClaim", name, "default") or {}
+    return dict(found.get("metadata", {}).get("annotations") or {})
+
+
+@pytest.mark.parametrize(
+    "controllers", [ControllerSettings(pv_bind_delay_seconds=0.05, silent_provisioners=(STUCK,))]
+)
+async def test_sigterm_with_bindings_waiting_exits_within_seconds(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    cluster.server.load(
+        [node("node-1"), storage_class("stuck", provisioner=STUCK)]
+        + [claim(f"c{i}", "stuck") for i in range(5)]
+        + [pod(f"p{i}", (f"c{i}",)) for i in range(5)]
+    )
+    process = await cluster.subprocess_daemon()
+    try:
+        await eventually(
+            lambda: all(SELECTED in annotations(cluster, f"c{i}") for i in range(5)),
+            timeout=30,
+            what="five bindings waiting on their provisioner",
+        )
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), timeout=20)
+        took = time.monotonic() - started
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.stderr is not None
+    stderr = (await process.stderr.read()).decode()
+    assert code == 0, stderr
+    assert took < 10, stderr
+    assert "Traceback" not in stderr
+    # Nothing was undone on the way out: recovery's to resolve.
+    assert all(SELECTED in annotations(cluster, f"c{i}") for i in range(5))
+    assert "left to recovery by shutdown" in stderr
+
+    # The next start recovers every open intent (the provisioner never answered, so
+    # they are rolled back) before it decides anything, and the pods are decided again.
+    daemon = await cluster.start_daemon()
+    assert daemon.recovered is not None and daemon.recovered.failed == 0
+    await eventually(
+        lambda: all(SELECTED in annotations(cluster, f"c{i}") for i in range(5)),
+        what="the pods decided again",
+    )
