@@ -12,6 +12,7 @@ from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import default_policy
 from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
 from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import default_profile
 
 Raw = dict[str, Any]
 
@@ -48,15 +49,23 @@ def budget(
     }
 
 
-def scheduler_for(cache: ClusterCache) -> Scheduler:
-    profile = build_profile(default_policy(with_storage=False), PluginSet(cache))
-    return Scheduler(cache, profile, random.Random(0))
+def scheduler_for(cache: ClusterCache, kube_scheduler_profile: bool = False) -> Scheduler:
+    """The legacy Policy's defaults, or kube-scheduler's default profile (with
+    InterPodAffinity and PodTopologySpread)."""
+    policy = (
+        default_profile(with_storage=False).policy
+        if kube_scheduler_profile
+        else default_policy(with_storage=False)
+    )
+    return Scheduler(cache, build_profile(policy, PluginSet(cache)), random.Random(0))
 
 
-def preempt(*objects: Raw, pending: str = "default/high") -> Preemption:
+def preempt(
+    *objects: Raw, pending: str = "default/high", kube_scheduler_profile: bool = False
+) -> Preemption:
     """Decide the pending pod; it must fail filtering; return the PostFilter outcome."""
     cache = cluster(*objects)
-    scheduler = scheduler_for(cache)
+    scheduler = scheduler_for(cache, kube_scheduler_profile)
     decision = scheduler.find_node(cache.pending[pending])
     assert decision.node is None, f"{pending} fits on {decision.node} without preemption"
     outcome = Preemptor(scheduler).post_filter(decision)

@@ -10,20 +10,18 @@ topology spread constraints", and its nominated-pods filtering, with our own clu
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support import cluster, node, pod
+from tests.unit.preemption import builders
 from tests.unit.preemption.builders import preemptor, running
 from volsched.cache.cluster import ClusterCache
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.preemption.nominated import NominatedPods
 from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
-from volsched.scheduling.profile_builder import PluginSet, build_profile
-from volsched.scheduling.scheduler_config import default_profile
 
 Raw = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
@@ -63,18 +61,11 @@ def spread(max_skew: int, selector: Raw) -> list[Raw]:
 
 def scheduler_for(cache: ClusterCache) -> Scheduler:
     """kube-scheduler's default profile (InterPodAffinity and PodTopologySpread in it)."""
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
-    return Scheduler(cache, profile, random.Random(0))
+    return builders.scheduler_for(cache, kube_scheduler_profile=True)
 
 
-def preempt(*objects: Raw, pending: str = "default/high") -> Preemption:
-    cache = cluster(*objects)
-    scheduler = scheduler_for(cache)
-    decision = scheduler.find_node(cache.pending[pending])
-    assert decision.node is None, f"{pending} fits on {decision.node} without preemption"
-    outcome = Preemptor(scheduler).post_filter(decision)
-    assert outcome is not None
-    return outcome
+def preempt(*objects: Raw) -> Preemption:
+    return builders.preempt(*objects, kube_scheduler_profile=True)
 
 
 def keys(victims: tuple[Any, ...]) -> list[str]:
