@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from tests.support import node, parse, pod
+from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Node, Pod
 from volsched.scheduling.framework.events import (
     ADD,
@@ -26,8 +27,11 @@ from volsched.scheduling.framework.events import (
     node_update_events,
     on,
 )
+from volsched.scheduling.framework.interfaces import EnqueueExtensions
 from volsched.scheduling.framework.profile import Predicate, Profile
 from volsched.scheduling.framework.requeue import RequeueTable
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import default_profile
 
 
 def a_pod(name: str = "p", **kwargs: Any) -> Pod:
@@ -38,6 +42,30 @@ def a_pod(name: str = "p", **kwargs: Any) -> Pod:
 def a_node(name: str = "n1", **kwargs: Any) -> Node:
     view: Node = parse(node(name, **kwargs))
     return view
+
+
+def test_the_profile_table_is_what_its_filters_declare() -> None:
+    profile = build_profile(default_profile(with_storage=True).policy, PluginSet(ClusterCache()))
+    table = profile.requeue_events()
+    filters = {p.plugin.name: p.plugin for p in profile.predicates}
+    assert set(table) == set(filters)
+    for name, plugin in filters.items():
+        assert isinstance(plugin, EnqueueExtensions), name
+        assert table[name] == plugin.events_to_register()
+    # Upstream's own plugins and volsched's storage rules are all there.
+    assert {
+        "NodeResourcesFit",
+        "NodeAffinity",
+        "TaintToleration",
+        "InterPodAffinity",
+        "PodTopologySpread",
+        "VolumeBinding",
+        "VolumeZone",
+        "VolumeRestrictions",
+        "NodeVolumeLimits",
+        "StorageNodeReady",
+        "VolumeLocality",
+    } <= set(table)
 
 
 class Silent:
@@ -54,6 +82,14 @@ def test_a_filter_that_declares_nothing_is_retried_on_every_event() -> None:
     assert profile.requeue_events() == {"Silent": EVERYTHING}
     table = RequeueTable({"volsched": profile.requeue_events()})
     assert table.worth_requeueing(a_pod(), {"Silent"}, ClusterEvent("Anything", ADD))
+
+
+def test_plugins_sharing_a_name_share_one_entry() -> None:
+    plugins = PluginSet(ClusterCache())
+    first = plugins.predicate("labelsPresence", {"labels": ["a"], "presence": True})
+    second = plugins.predicate("labelsPresence", {"labels": ["b"], "presence": False})
+    profile = Profile([Predicate("one", first), Predicate("two", second)], [])
+    assert profile.requeue_events() == {"NodeLabel": (on(NODE, ADD | UPDATE_NODE_LABEL),)}
 
 
 def never(pod: Pod, old: Any, new: Any) -> bool:
