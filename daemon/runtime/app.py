@@ -140,11 +140,17 @@ class Daemon:
         self.tracer = tracer
         self.cluster = ClusterCache()
         clock = self.options.clock
+        self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
+        self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
+        self.profiles = build_profiles(settings, self.cluster, self.plugins, self.options.seed)
+        self.scheduler = self.profiles.default
+        # The events that move rejected pods are the ones the profiles' plugins declare.
         self.queue = SchedulingQueue(
             self.cluster.pod_priority,
             time.monotonic,
             settings.backoff.initial_seconds,
             settings.backoff.max_seconds,
+            requeue=self.profiles.requeue_table(),
         )
         self.changes = ChangeNotifier()
         self.ingest = Ingest(
@@ -155,10 +161,6 @@ class Daemon:
             on_change=self.changes.notify,
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
         )
-        self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
-        self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
-        self.profiles = build_profiles(settings, self.cluster, self.plugins, self.options.seed)
-        self.scheduler = self.profiles.default
         self.reporter = Reporter(writes, settings.scheduler_name, self.options.instance, clock)
         self.binder = Binder(
             writes,
