@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volsched.cache.objects.core import Pod
-from volsched.scheduling.framework.events import ClusterEvent
+from volsched.scheduling.framework.events import ASSIGNED_POD_DELETE, ClusterEvent, as_placed
 from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.plugins.scheduling_gates import is_gated
 
@@ -223,6 +223,12 @@ class SchedulingQueue:
                 self._move(entry, label)
                 moved += 1
         return moved
+
+    def assumed_pod_forgotten(self, pod: Pod, node_name: str) -> int:
+        """An assumed pod was forgotten (its binding failed, or was never confirmed):
+        what it held on the node is free, as if an assigned pod had been deleted
+        (kube-scheduler's binding-cycle error handling sends the same event)."""
+        return self.on_cluster_event(ASSIGNED_POD_DELETE, as_placed(pod, node_name), None)
 
     def flush(self) -> None:
         """Backoff that expired goes active; pods unschedulable too long get a retry."""

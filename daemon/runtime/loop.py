@@ -21,7 +21,7 @@ from opentelemetry.trace import Tracer
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
-from volsched.daemon.binding.binder import Binder
+from volsched.daemon.binding.binder import Binder, give_back
 from volsched.daemon.binding.preempting import Preempting
 from volsched.daemon.binding.reporting import Reporter
 from volsched.daemon.queue.queueing import QueuedPod, SchedulingQueue
@@ -96,7 +96,7 @@ class SchedulingLoop:
         """Forever: wait to be allowed (leader), take a pod, decide it."""
         while not self.stopping:
             self.heartbeat = self.monotonic()
-            self.cluster.expire_assumed(self.heartbeat)
+            self._expire_assumed()
             if not self.gate.is_set():
                 # A standby waits for leadership, and stays visibly alive meanwhile.
                 with contextlib.suppress(TimeoutError):
@@ -110,6 +110,14 @@ class SchedulingLoop:
                 self.queue.requeue_error(entry.pod)
                 continue
             self.schedule_one(entry)
+
+    def _expire_assumed(self) -> None:
+        """Forget the bound pods the informer never confirmed in time (kube-scheduler's
+        assumed-pod TTL): what they held is free again, for the pods waiting on it."""
+        for key, node_name in self.cluster.expire_assumed(self.heartbeat):
+            pod = self.cluster.pods.get(key)
+            if pod is not None:
+                self.queue.assumed_pod_forgotten(pod, node_name)
 
     def schedule_one(self, entry: QueuedPod) -> None:
         """One scheduling cycle. It never waits for a binding: a placed pod's binding
@@ -152,7 +160,7 @@ class SchedulingLoop:
             self._bindings.discard(task)
             if task.cancelled() and not started_flag:
                 # Cancelled before its first step: nothing ran, so clean up here.
-                self.scheduler.unreserve(decision)
+                give_back(self.scheduler, self.cluster, self.queue, decision)
                 self.queue.requeue_error(decision.pod)
 
         task.add_done_callback(finished)
@@ -207,12 +215,12 @@ class SchedulingLoop:
         except asyncio.CancelledError:
             # Leadership lost or shutdown: the binder has undone its writes; give the
             # decision back (idempotent) and requeue.
-            self.scheduler.unreserve(decision)
+            give_back(self.scheduler, self.cluster, self.queue, decision)
             self.queue.requeue_error(decision.pod)
             raise
         except Exception:
             log.exception("binding %s crashed", decision.pod.meta.key)
-            self.scheduler.unreserve(decision)
+            give_back(self.scheduler, self.cluster, self.queue, decision)
             self.queue.requeue_error(decision.pod)
             bound = False
         now = self.monotonic()

@@ -33,6 +33,7 @@ from volsched.scheduling.framework.events import (
     ASSIGNED_POD_DELETE,
     ActionType,
     ClusterEvent,
+    as_placed,
     assigned_pod_events,
     node_update_events,
 )
@@ -180,6 +181,7 @@ class Ingest:
 
     def delete_key(self, kind: str, key: str, persist: bool = True) -> None:
         old = self.cluster.get(kind, key)
+        assumed_on = self.cluster.assumed_pods.get(key, "") if kind == "Pod" else ""
         self.cluster.delete(kind, key)
         if kind in self.raw:
             self.raw[kind].pop(key, None)
@@ -191,8 +193,10 @@ class Ingest:
             return
         if kind == "Pod":
             self.queue.delete(key)
-            if old.node_name:
-                self.queue.on_cluster_event(ASSIGNED_POD_DELETE, old, None)
+            if old.node_name or assumed_on:
+                # An assumed pod deleted frees its node as much as a placed one.
+                placed = as_placed(old, old.node_name or assumed_on)
+                self.queue.on_cluster_event(ASSIGNED_POD_DELETE, placed, None)
         else:
             for event in object_events(kind, old, None):
                 self.queue.on_cluster_event(event, old, None)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.objects import claim, local_pv, node, storage_node
+from tests.integration.objects import claim, local_pv, node, pod, storage_node
 from tests.support import pod as placed_pod
 from tests.unit.longhorn.objects import longhorn_node
 from volsched.cache.cluster import ClusterCache
@@ -143,3 +143,16 @@ def test_a_node_heartbeat_is_no_event_and_a_new_label_is_one() -> None:
     labels = {**node("node-1")["metadata"]["labels"], "disk": "ssd"}
     ingest.upsert("Node", at_version(node("node-1"), 51, **labels))
     assert queue.events == ["NodeAdd", "NodeUpdateNodeLabel"]
+
+
+def test_an_assumed_pod_deleted_frees_its_node() -> None:
+    queue = RecordingQueue()
+    cluster = ClusterCache()
+    ingest = Ingest(cluster, queue, "volsched")
+    ingest.upsert("Node", node("node-1"))
+    pending = pod("web")
+    pending["spec"]["schedulerName"] = "volsched"
+    ingest.upsert("Pod", pending)
+    cluster.assume_pod(cluster.pods["default/web"], "node-1")
+    ingest.delete_key("Pod", "default/web")
+    assert queue.events == ["NodeAdd", "AssignedPodDelete"]

@@ -248,6 +248,17 @@ def test_pods_rejected_by_pod_rules_move_when_matching_pods_come_or_go(
     assert q.on_cluster_event(event, old, new) == (1 if moves else 0)
 
 
+def test_a_forgotten_assumed_pod_frees_what_it_held() -> None:
+    q = queue(Clock())
+    p = make("p")
+    q.add(p)
+    assert q.pop_ready() is not None
+    q.requeue_unschedulable(p, {"NodeResourcesFit"})
+    assumed = make("other")
+    assert q.assumed_pod_forgotten(assumed, "n1") == 1
+    assert q.stats.incoming[("backoff", "AssignedPodDelete")] == 1
+
+
 def test_an_event_no_plugin_registered_moves_nothing() -> None:
     q = queue(Clock())
     p = make("p")

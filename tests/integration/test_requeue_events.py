@@ -9,6 +9,7 @@ reason (the flush, another event) cannot pass for the event under test.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import node, pod
 from tests.integration.test_pod_constraints import condition
 from volsched.daemon.runtime.app import Daemon
+from volsched.emulator.faults import WriteRequest
 from volsched.scheduling.framework.interfaces import EnqueueExtensions
 from volsched.scheduling.scheduler_config import parse_scheduler_configuration
 
@@ -149,6 +151,64 @@ async def test_a_node_gaining_a_label_unblocks_node_affinity(cluster: Cluster) -
     changed = time.monotonic()
     patch(cluster, "nodes", "node-2", {"metadata": {"labels": {"disk": "ssd"}}})
     await retried_after(cluster, daemon, "picky", "node-2", "NodeUpdateNodeLabel", changed)
+
+
+async def test_a_failed_binding_frees_the_cpu_it_held_for_a_rejected_pod(
+    cluster: Cluster,
+) -> None:
+    """The first pod's binding is held until the second pod was rejected for the cpu the
+    first one holds (assumed), then refused: forgetting the assumed pod is an assigned
+    pod's deletion for the queue, and the second pod takes the node."""
+    server = cluster.server
+    server.load([node("node-1", "zone-a", cpu="1")])
+    daemon = await cluster.start_daemon()
+    held = asyncio.Event()
+    release = asyncio.Event()
+
+    def first_binding(write: WriteRequest) -> bool:
+        return write.method == "POST" and write.path.endswith("/pods/first/binding")
+
+    async def hold(write: WriteRequest, status: int | None) -> None:
+        held.set()
+        await release.wait()
+
+    server.faults.trip(first_binding, hold)
+    server.load([pod("first", cpu="800m")])
+    await asyncio.wait_for(held.wait(), timeout=10)
+    server.load([pod("second", cpu="800m")])
+    await rejected(cluster, daemon, "second", "Insufficient cpu")
+
+    changed = time.monotonic()
+    release.set()  # the held binding is answered 503: the binder gives the decision back
+    await retried_after(cluster, daemon, "second", "node-1", "AssignedPodDelete", changed)
+    assert cluster.node_of("first") is None
+
+
+async def test_an_expired_assumption_frees_the_cpu_it_held_for_a_rejected_pod(
+    cluster: Cluster,
+) -> None:
+    """A pod assumed on a node whose binding the informer never confirms is forgotten
+    when its time is up (kube-scheduler's assumed-pod TTL); that frees its cpu."""
+    server = cluster.server
+    ghost = pod("ghost", cpu="800m")
+    ghost["spec"]["schedulerName"] = "another-scheduler"
+    server.load([node("node-1", "zone-a", cpu="1"), ghost])
+    daemon = await cluster.start_daemon()
+    await eventually(lambda: "default/ghost" in daemon.cluster.pods, what="ghost cached")
+    # As if this scheduler had bound it and the confirmation never came.
+    daemon.cluster.assume_pod(daemon.cluster.pods["default/ghost"], "node-1")
+    expires = time.monotonic() + 2.0
+    daemon.cluster.finish_binding("default/ghost", expires)
+    server.load([pod("second", cpu="800m")])
+    await rejected(cluster, daemon, "second", "Insufficient cpu")
+    assert time.monotonic() < expires, "the test machine was too slow to reject in time"
+
+    await eventually(
+        lambda: "default/ghost" not in daemon.cluster.assumed_pods,
+        timeout=RETRY_SECONDS,
+        what="the assumption expired",
+    )
+    await retried_after(cluster, daemon, "second", "node-1", "AssignedPodDelete", time.monotonic())
 
 
 TWO_PROFILES = {
