@@ -360,13 +360,17 @@ class ClusterCache:
         if key in self.assumed_pods:
             self.assumed_expiry[key] = expires_at
 
-    def expire_assumed(self, now: float) -> list[str]:
-        """Forget assumed pods whose binding was never confirmed in time."""
+    def expire_assumed(self, now: float) -> list[tuple[str, str]]:
+        """Forget assumed pods whose binding was never confirmed in time; returns each
+        one's key and the node it was assumed on."""
         expired = [key for key, deadline in self.assumed_expiry.items() if deadline <= now]
+        forgotten = []
         for key in expired:
             del self.assumed_expiry[key]
+            node_name = self.assumed_pods.get(key, "")
             self.forget_pod(key)
-        return expired
+            forgotten.append((key, node_name))
+        return forgotten
 
     def forget_pod(self, key: str) -> None:
         """Undo ``assume_pod`` (the binding failed): the pod is pending again."""

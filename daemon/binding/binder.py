@@ -13,7 +13,8 @@ BindPodVolumes then the pod binding, after kube-scheduler, with a journal around
 
 Any failure reverts the assume layer, undoes the API writes that would otherwise leave
 a PV prebound to a pod that was not placed, records FailedScheduling and requeues the
-pod with backoff.
+pod with backoff. The pod's assumption forgotten frees what it held on the node, so the
+queue hears of it as of an assigned pod deleted.
 """
 
 from __future__ import annotations
@@ -97,6 +98,18 @@ async def replace_or_refresh(
         raise
 
 
+def give_back(
+    scheduler: Profiles, cluster: ClusterCache, queue: SchedulingQueue, decision: Decision
+) -> None:
+    """Unreserve a decision (idempotent). If that forgot the pod's assumption, the node
+    has room again: the pods waiting for it are told at once, not at the flush."""
+    key = decision.pod.meta.key
+    assumed_on = cluster.assumed_pods.get(key)
+    scheduler.unreserve(decision)
+    if assumed_on and key not in cluster.assumed_pods:
+        queue.assumed_pod_forgotten(decision.pod, assumed_on)
+
+
 @dataclass(slots=True)
 class BindingSettings:
     bind_timeout_seconds: float = 600.0
@@ -172,7 +185,7 @@ class Binder:
             # decision back and let the pod try again after its backoff. The store logs
             # the failure once; this is not a crash.
             log.info("binding %s to %s not started: %s", intent.pod, intent.node, exc)
-            self.scheduler.unreserve(decision)
+            give_back(self.scheduler, self.cluster, self.queue, decision)
             await self.reporter.failed(pod, journal_unwritable(exc), "SchedulerError")
             self.queue.requeue_error(pod)
             return False
@@ -197,7 +210,7 @@ class Binder:
         except asyncio.CancelledError:
             # Leadership lost, shutdown, or a caller's deadline: give the decision back
             # and undo the writes, without being cut short again.
-            self.scheduler.unreserve(decision)
+            give_back(self.scheduler, self.cluster, self.queue, decision)
             await asyncio.shield(self._give_up(entry, intent, done))
             raise
         except Exception as exc:  # BindingFailed, ApiError, StoreError, or a bug
@@ -206,7 +219,7 @@ class Binder:
                 log.exception("binding %s to %s crashed", intent.pod, intent.node)
             else:
                 log.info("binding %s to %s failed: %s", intent.pod, intent.node, message)
-            self.scheduler.unreserve(decision)
+            give_back(self.scheduler, self.cluster, self.queue, decision)
             await self._give_up(entry, intent, done)
             await self.reporter.failed(pod, message, "SchedulerError")
             self.queue.requeue_error(pod)

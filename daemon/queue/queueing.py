@@ -5,7 +5,9 @@ After kube-scheduler's scheduling queue:
 - **active**: ready to be decided, highest priority first, then oldest;
 - **backoff**: failed recently; waits ``initial × 2^(attempts−1)`` seconds, capped;
 - **unschedulable**: no node fits; waits for a cluster event that could change that
-  (which events depends on the plugins that rejected it) or for the periodic flush.
+  or for the periodic flush (the safety net upstream keeps too). Which events move it
+  is the profiles' requeue table: each plugin declares the events that can make a pod
+  it rejected schedulable, with a hint that looks at the change itself.
 
 Time is injected (``clock``), so tests move it by hand.
 """
@@ -18,45 +20,13 @@ import heapq
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.events import ASSIGNED_POD_DELETE, ClusterEvent, as_placed
+from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.plugins.scheduling_gates import is_gated
 
-# Which cluster events can make a pod rejected by a plugin schedulable again.
-RELEVANT_EVENTS: dict[str, frozenset[str]] = {
-    "VolumeBinding": frozenset(
-        {
-            "Node",
-            "PersistentVolume",
-            "PersistentVolumeClaim",
-            "StorageClass",
-            "CSINode",
-            "CSIDriver",
-            "CSIStorageCapacity",
-            "StorageNode",
-            "Replica",
-            "Volume",
-        }
-    ),
-    "VolumeZone": frozenset({"Node", "PersistentVolume", "PersistentVolumeClaim", "StorageClass"}),
-    "NodeVolumeLimits": frozenset(
-        {"Node", "CSINode", "PersistentVolume", "PersistentVolumeClaim", "AssignedPodDelete"}
-    ),
-    "VolumeRestrictions": frozenset({"PersistentVolumeClaim", "AssignedPodDelete"}),
-    "NodeResourcesFit": frozenset({"Node", "AssignedPodDelete"}),
-    "NodePorts": frozenset({"Node", "AssignedPodDelete"}),
-    "NodeAffinity": frozenset({"Node"}),
-    "NodeName": frozenset({"Node"}),
-    "NodeUnschedulable": frozenset({"Node"}),
-    "TaintToleration": frozenset({"Node"}),
-    "NodeLabel": frozenset({"Node"}),
-    "ServiceAffinity": frozenset({"Node", "Service", "AssignedPodAdd"}),
-    "StorageNodeReady": frozenset({"Node", "StorageNode"}),
-    "VolumeLocality": frozenset({"Replica", "Volume", "StorageNode"}),
-    # Pods placed or removed change the counts; node labels change the domains.
-    "InterPodAffinity": frozenset({"Node", "Namespace", "AssignedPodAdd", "AssignedPodDelete"}),
-    "PodTopologySpread": frozenset({"Node", "AssignedPodAdd", "AssignedPodDelete"}),
-}
 QUEUE_NAMES = ("active", "backoff", "unschedulable")
 
 
@@ -86,8 +56,12 @@ class SchedulingQueue:
         backoff_initial_seconds: float = 1.0,
         backoff_max_seconds: float = 10.0,
         unschedulable_flush_seconds: float = 60.0,
+        requeue: RequeueTable | None = None,
     ) -> None:
         self._priority_of = priority_of
+        # Built from the profiles' plugins; without one no event moves anything (the
+        # flush still does).
+        self.requeue = requeue if requeue is not None else RequeueTable({})
         self._clock = clock
         self.backoff_initial = backoff_initial_seconds
         self.backoff_max = backoff_max_seconds
@@ -237,15 +211,24 @@ class SchedulingQueue:
         else:
             self._push_active(entry, event)
 
-    def on_cluster_event(self, event: str) -> int:
-        """Move the unschedulable pods this event may help; returns how many moved."""
+    def on_cluster_event(self, event: ClusterEvent, old: Any = None, new: Any = None) -> int:
+        """Move the unschedulable pods this event may help (``old`` and ``new``: the
+        object before and after the change, for the plugins' hints); how many moved."""
+        if not self._unschedulable or not self.requeue.interested(event):
+            return 0
         moved = 0
+        label = event.label
         for entry in list(self._unschedulable.values()):
-            plugins = entry.failed_plugins
-            if not plugins or any(event in RELEVANT_EVENTS.get(p, ()) for p in plugins):
-                self._move(entry, event)
+            if self.requeue.worth_requeueing(entry.pod, entry.failed_plugins, event, old, new):
+                self._move(entry, label)
                 moved += 1
         return moved
+
+    def assumed_pod_forgotten(self, pod: Pod, node_name: str) -> int:
+        """An assumed pod was forgotten (its binding failed, or was never confirmed):
+        what it held on the node is free, as if an assigned pod had been deleted
+        (kube-scheduler's binding-cycle error handling sends the same event)."""
+        return self.on_cluster_event(ASSIGNED_POD_DELETE, as_placed(pod, node_name), None)
 
     def flush(self) -> None:
         """Backoff that expired goes active; pods unschedulable too long get a retry."""

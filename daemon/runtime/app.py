@@ -144,11 +144,17 @@ class Daemon:
         self.tracer = tracer
         self.cluster = ClusterCache()
         clock = self.options.clock
+        self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
+        self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
+        self.profiles = build_profiles(settings, self.cluster, self.plugins, self.options.seed)
+        self.scheduler = self.profiles.default
+        # The events that move rejected pods are the ones the profiles' plugins declare.
         self.queue = SchedulingQueue(
             self.cluster.pod_priority,
             time.monotonic,
             settings.backoff.initial_seconds,
             settings.backoff.max_seconds,
+            requeue=self.profiles.requeue_table(),
         )
         self.changes = ChangeNotifier()
         self.ingest = Ingest(
@@ -159,10 +165,6 @@ class Daemon:
             on_change=self.changes.notify,
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
         )
-        self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
-        self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
-        self.profiles = build_profiles(settings, self.cluster, self.plugins, self.options.seed)
-        self.scheduler = self.profiles.default
         self.reporter = Reporter(writes, settings.scheduler_name, self.options.instance, clock)
         self.binder = Binder(
             writes,
@@ -345,7 +347,7 @@ class Daemon:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        await self._close_store(max(0.5, deadline - clock()))
+        await close_store(self, max(0.5, deadline - clock()))
         gc.unfreeze()
         if self._switch_interval:
             _switch_interval.release()
@@ -353,18 +355,20 @@ class Daemon:
         if self._tracer_provider is not None:
             self._tracer_provider.shutdown()
 
-    async def _close_store(self, seconds: float) -> None:
-        try:
-            async with asyncio.timeout(seconds):
-                await self.sync.keep_snapshot()
-                await self.store.close()
-        except (TimeoutError, StoreError) as exc:
-            # What was not written is relisted at the next start; the journal is intact.
-            log.warning(
-                "database %s not closed cleanly (%s); the next start catches up",
-                self.settings.database.path,
-                exc or "timed out",
-            )
+
+async def close_store(daemon: Daemon, seconds: float) -> None:
+    """Keep the snapshot and close the database, within ``seconds``."""
+    try:
+        async with asyncio.timeout(seconds):
+            await daemon.sync.keep_snapshot()
+            await daemon.store.close()
+    except (TimeoutError, StoreError) as exc:
+        # What was not written is relisted at the next start; the journal is intact.
+        log.warning(
+            "database %s not closed cleanly (%s); the next start catches up",
+            daemon.settings.database.path,
+            exc or "timed out",
+        )
 
 
 async def open_daemon(

@@ -21,7 +21,7 @@ from opentelemetry.trace import Tracer
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
-from volsched.daemon.binding.binder import Binder
+from volsched.daemon.binding.binder import Binder, give_back
 from volsched.daemon.binding.preempting import Preempting
 from volsched.daemon.binding.reporting import Reporter
 from volsched.daemon.queue.queueing import QueuedPod, SchedulingQueue
@@ -36,6 +36,28 @@ from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
 log = logging.getLogger("volsched.loop")
 # How often one unreadable node is named in the log.
 UNREADABLE_LOG_SECONDS = 60.0
+
+
+def observe_binding(
+    metrics: Metrics, pod: Pod, bound: bool, started: float, binding_started: float, now: float
+) -> None:
+    result = "scheduled" if bound else "error"
+    profile = pod.scheduler_name
+    metrics.schedule_attempts.labels(result=result, profile=profile).inc()
+    metrics.attempt_duration.labels(result=result, profile=profile).observe(now - started)
+    metrics.binding_duration.labels(result=result).observe(now - binding_started)
+
+
+async def finish_or_cancel(tasks: set[asyncio.Task[None]], grace_seconds: float) -> int:
+    """Let the tasks finish within the grace; cancel the rest. How many were cancelled."""
+    if not tasks:
+        return 0
+    _, not_done = await asyncio.wait(tasks, timeout=grace_seconds)
+    for task in not_done:
+        task.cancel()
+    if not_done:
+        await asyncio.gather(*not_done, return_exceptions=True)
+    return len(not_done)
 
 
 class UnreadableNodes:
@@ -124,7 +146,7 @@ class SchedulingLoop:
     async def _run(self) -> None:
         while not self.stopping:
             self.heartbeat = self.monotonic()
-            self.cluster.expire_assumed(self.heartbeat)
+            self._expire_assumed()
             if not self.gate.is_set():
                 # A standby waits for leadership, and stays visibly alive meanwhile.
                 with contextlib.suppress(TimeoutError):
@@ -150,6 +172,14 @@ class SchedulingLoop:
         self.metrics.schedule_attempts.labels(result="error", profile=pod.scheduler_name).inc()
         self.queue.requeue_error(pod)
         self._spawn(self.reporter.failed(pod, message, "SchedulerError"))
+
+    def _expire_assumed(self) -> None:
+        """Forget the bound pods the informer never confirmed in time (kube-scheduler's
+        assumed-pod TTL): what they held is free again, for the pods waiting on it."""
+        for key, node_name in self.cluster.expire_assumed(self.heartbeat):
+            pod = self.cluster.pods.get(key)
+            if pod is not None:
+                self.queue.assumed_pod_forgotten(pod, node_name)
 
     def schedule_one(self, entry: QueuedPod) -> None:
         """One scheduling cycle. It never waits for a binding: a placed pod's binding
@@ -194,7 +224,7 @@ class SchedulingLoop:
             self._bindings.discard(task)
             if task.cancelled() and not started_flag:
                 # Cancelled before its first step: nothing ran, so clean up here.
-                self.scheduler.unreserve(decision)
+                give_back(self.scheduler, self.cluster, self.queue, decision)
                 self.queue.requeue_error(decision.pod)
 
         task.add_done_callback(finished)
@@ -257,27 +287,24 @@ class SchedulingLoop:
         binding_started = self.monotonic()
         try:
             bound = await self.binder.bind(decision)
-        except asyncio.CancelledError:
-            # Leadership lost or shutdown: the binder has undone its writes; give the
-            # decision back (idempotent) and requeue.
-            self.scheduler.unreserve(decision)
+        except (asyncio.CancelledError, Exception) as exc:
+            # Leadership lost or shutdown (the binder has undone its writes, or left them
+            # to recovery), or a bug: give the decision back (idempotent) and requeue.
+            cancelled = isinstance(exc, asyncio.CancelledError)
+            if not cancelled:
+                log.exception("binding %s crashed", decision.pod.meta.key)
+            give_back(self.scheduler, self.cluster, self.queue, decision)
             self.queue.requeue_error(decision.pod)
-            raise
-        except Exception:
-            log.exception("binding %s crashed", decision.pod.meta.key)
-            self.scheduler.unreserve(decision)
-            self.queue.requeue_error(decision.pod)
+            if cancelled:
+                raise
             bound = False
         if bound and decision.node is not None:
             # The scheduler that chose the node says so, as kube-scheduler's finishBinding
             # does; a pod bound through the extender's /bind gets kube-scheduler's event.
             await self.reporter.scheduled(decision.pod, decision.node)
-        now = self.monotonic()
-        result = "scheduled" if bound else "error"
-        profile = decision.pod.scheduler_name
-        self.metrics.schedule_attempts.labels(result=result, profile=profile).inc()
-        self.metrics.attempt_duration.labels(result=result, profile=profile).observe(now - started)
-        self.metrics.binding_duration.labels(result=result).observe(now - binding_started)
+        observe_binding(
+            self.metrics, decision.pod, bound, started, binding_started, self.monotonic()
+        )
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -295,12 +322,4 @@ class SchedulingLoop:
     async def drain(self, grace_seconds: float) -> int:
         """Stop taking pods and let in-flight bindings finish; returns how many did not."""
         self.stopping = True
-        pending = set(self._bindings) | set(self._side_tasks)
-        if not pending:
-            return 0
-        _, not_done = await asyncio.wait(pending, timeout=grace_seconds)
-        for task in not_done:
-            task.cancel()
-        if not_done:
-            await asyncio.gather(*not_done, return_exceptions=True)
-        return len(not_done)
+        return await finish_or_cancel(set(self._bindings) | set(self._side_tasks), grace_seconds)

@@ -1,5 +1,9 @@
 """From API events to state: typed views into the cluster cache, raw JSON into the store,
-and the scheduling queue told which pods arrived and which cluster events happened.
+and the scheduling queue told which pods arrived and which cluster events happened —
+each with the object before and after, for the hints of the plugins that registered it:
+an assigned pod placed, relabelled, finished or deleted; a node added, deleted or changed
+in what a plugin reads (labels, taints, allocatable, readiness); any other kind added,
+updated or deleted.
 
 Objects that do not parse are logged and skipped (with a counter), never fatal: one bad
 object must not stop the scheduler.
@@ -25,6 +29,14 @@ from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store.flushing import dumps
 from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.scheduling.framework.events import (
+    ASSIGNED_POD_DELETE,
+    ActionType,
+    ClusterEvent,
+    as_placed,
+    assigned_pod_events,
+    node_update_events,
+)
 
 log = logging.getLogger("volsched.ingest")
 
@@ -58,15 +70,20 @@ def object_key(raw: Mapping[str, Any], namespaced: bool) -> str:
     return name
 
 
-def _node_changed(old: Node | None, new: Node) -> bool:
-    return (
-        old is None
-        or old.meta.labels != new.meta.labels
-        or old.taints != new.taints
-        or old.allocatable != new.allocatable
-        or old.unschedulable != new.unschedulable
-        or old.ready != new.ready
-    )
+def _resource(kind: str) -> str:
+    return CLUSTER_EVENT_OF.get(kind, kind)
+
+
+def object_events(kind: str, old: Any, new: Any) -> list[ClusterEvent]:
+    """The cluster events of a change to an object other than a pod."""
+    if new is None:
+        return [ClusterEvent(_resource(kind), ActionType.DELETE)]
+    if old is None:
+        return [ClusterEvent(_resource(kind), ActionType.ADD)]
+    if kind == "Node":
+        node_old: Node = old
+        return node_update_events(node_old, new)
+    return [ClusterEvent(_resource(kind), ActionType.UPDATE)]
 
 
 def _same_but_for_status(old: Pod, new: Pod) -> bool:
@@ -164,6 +181,7 @@ class Ingest:
 
     def delete_key(self, kind: str, key: str, persist: bool = True) -> None:
         old = self.cluster.get(kind, key)
+        assumed_on = self.cluster.assumed_pods.get(key, "") if kind == "Pod" else ""
         self.cluster.delete(kind, key)
         if kind in self.raw:
             self.raw[kind].pop(key, None)
@@ -175,10 +193,13 @@ class Ingest:
             return
         if kind == "Pod":
             self.queue.delete(key)
-            if old.node_name:
-                self.queue.on_cluster_event("AssignedPodDelete")
+            if old.node_name or assumed_on:
+                # An assumed pod deleted frees its node as much as a placed one.
+                placed = as_placed(old, old.node_name or assumed_on)
+                self.queue.on_cluster_event(ASSIGNED_POD_DELETE, placed, None)
         else:
-            self.queue.on_cluster_event(CLUSTER_EVENT_OF.get(kind, kind))
+            for event in object_events(kind, old, None):
+                self.queue.on_cluster_event(event, old, None)
 
     def replace(self, kind: str, items: Iterable[Mapping[str, Any]], resource_version: str) -> int:
         """A relist: exactly these objects exist now. Returns how many vanished."""
@@ -227,11 +248,8 @@ class Ingest:
                     queue.update(pod)
             else:
                 queue.delete(pod.meta.key)
-                if pod.node_name and (old is None or not old.node_name):
-                    queue.on_cluster_event("AssignedPodAdd")
-                if pod.terminal and old is not None and not old.terminal:
-                    queue.on_cluster_event("AssignedPodDelete")
+                for event, before, after in assigned_pod_events(old, pod):
+                    queue.on_cluster_event(event, before, after)
             return
-        if kind == "Node" and not _node_changed(old, new):
-            return
-        queue.on_cluster_event(CLUSTER_EVENT_OF.get(kind, kind))
+        for event in object_events(kind, old, new):
+            queue.on_cluster_event(event, old, new)

@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import ClusterEventWithHint
 from volsched.scheduling.framework.status import Status
 
 # The highest score a node can get from one priority after normalization (kube-scheduler's
@@ -102,3 +103,14 @@ class PostBindPlugin(Protocol):
 
     def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         """The pod is bound: drop what was kept only to undo ``reserve``."""
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    """A plugin that can reject a pod says which cluster events can make such a pod
+    schedulable (kube-scheduler's ``EventsToRegister``); the scheduling queue's table is
+    built from these. A filter that declares nothing is retried on every event."""
+
+    name: str
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]: ...

@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import EVERYTHING
 from volsched.scheduling.framework.interfaces import (
     BatchScorePlugin,
+    EnqueueExtensions,
     FilterPlugin,
     NormalizeScorePlugin,
     PostBindPlugin,
@@ -19,6 +21,7 @@ from volsched.scheduling.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from volsched.scheduling.framework.requeue import PluginEvents, merge
 from volsched.scheduling.framework.status import Status
 
 
@@ -104,3 +107,16 @@ class Profile:
             if predicate.plugin.name == plugin_name:
                 return predicate.policy_name
         return plugin_name
+
+    def requeue_events(self) -> PluginEvents:
+        """What each plugin that can reject a pod (the filters, with their pre-filters)
+        declared: the profile's part of the queue's requeue table."""
+        return merge(
+            (
+                predicate.plugin.name,
+                predicate.plugin.events_to_register()
+                if isinstance(predicate.plugin, EnqueueExtensions)
+                else EVERYTHING,
+            )
+            for predicate in self.predicates
+        )

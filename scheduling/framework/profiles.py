@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.preemption.nominated import NominatedPods
 
@@ -30,6 +31,14 @@ class Profiles:
     def share_nominated(self, nominated: NominatedPods) -> None:
         for scheduler in self.by_name.values():
             scheduler.nominated = nominated
+
+    def requeue_table(self) -> RequeueTable:
+        """Each profile's plugins' events, for the scheduling queue (one queue serves
+        every profile; a pod is judged by its own profile's plugins)."""
+        return RequeueTable(
+            {name: scheduler.profile.requeue_events() for name, scheduler in self.by_name.items()},
+            default=next(iter(self.by_name)),
+        )
 
     def for_pod(self, pod: Pod) -> Scheduler:
         """The pod's profile; the first one for a pod naming none of them (the

@@ -15,8 +15,19 @@ from collections.abc import Collection
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
+from volsched.cache.objects.storage import PersistentVolumeClaim
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    CSI_NODE,
+    DELETE,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unschedulable
+from volsched.scheduling.volumes.claims import uses_claim
 
 NAME = "NodeVolumeLimits"
 REASON_MAX_VOLUME_COUNT = "node(s) exceed max volume count"
@@ -27,6 +38,23 @@ class CSILimits:
 
     def __init__(self, cluster: ClusterCache) -> None:
         self.cluster = cluster
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: a CSINode added (its limits), a placed pod with volumes deleted,
+        the pod's claim added."""
+        return (
+            on(CSI_NODE, ADD),
+            on(POD, DELETE, self.after_pod_deleted),
+            on(PERSISTENT_VOLUME_CLAIM, ADD, self.after_claim_added),
+        )
+
+    def after_pod_deleted(self, pod: Pod, old: Pod | None, new: Pod | None) -> bool:
+        return old is not None and bool(old.node_name) and bool(old.claim_names())
+
+    def after_claim_added(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> bool:
+        return uses_claim(pod, new)
 
     def _volumes(self, pod: Pod) -> dict[str, str]:
         """unique volume id → driver, for the pod's CSI volumes that can be identified."""

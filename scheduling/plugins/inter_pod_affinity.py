@@ -32,11 +32,27 @@ from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod
+from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.pod_constraints import AffinityTerm, PodAffinity, WeightedAffinityTerm
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    DELETE,
+    NAMESPACE,
+    NODE,
+    POD,
+    UPDATE,
+    UPDATE_NODE_LABEL,
+    UPDATE_POD_LABEL,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.scheduling.plugins.pod_rule_events import (
+    affinity_after_node_change,
+    affinity_after_pod_change,
+)
 
 DEFAULT_HARD_POD_AFFINITY_WEIGHT = 1
 REASON_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -118,6 +134,24 @@ class InterPodAffinity:
             info = nodes.get(name)
             if info is not None:
                 yield info
+
+    # -- requeue ---------------------------------------------------------------------
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: placed pods added, relabelled or deleted change what the terms
+        count; a node added or relabelled may be a new topology domain. And, as the
+        terms' namespace selectors are read at each cycle, a namespace's labels."""
+        return (
+            on(POD, ADD | UPDATE_POD_LABEL | DELETE, self.after_pod_change),
+            on(NODE, ADD | UPDATE_NODE_LABEL, self.after_node_change),
+            on(NAMESPACE, ADD | UPDATE),
+        )
+
+    def after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> bool:
+        return affinity_after_pod_change(pod, old, new, self._term_matches)
+
+    def after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> bool:
+        return affinity_after_node_change(pod, new)
 
     # -- filter ----------------------------------------------------------------------
 

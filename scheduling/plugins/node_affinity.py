@@ -16,9 +16,16 @@ from dataclasses import dataclass
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import Pod
+from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.selectors import NodeSelector, PreferredTerm
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    NODE,
+    UPDATE_NODE_LABEL,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 from volsched.scheduling.plugins.normalize import default_normalize
@@ -118,6 +125,25 @@ class NodeAffinity:
             required = _required(pod)
             state.write(self._filter_key, required)
         return None if required.matches(node) else _REJECTED
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: a node added, or relabelled, may now match."""
+        return (on(NODE, ADD | UPDATE_NODE_LABEL, self.after_node_change),)
+
+    def _admits(self, required: _Required, node: Node) -> bool:
+        enforced = self._enforced
+        if enforced is not None and not enforced.matches(node.meta.labels, node.name):
+            return False
+        return required.matches(NodeInfo(node))
+
+    def after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> bool:
+        """Only a change from not matching to matching helps."""
+        if new is None:
+            return False
+        required = _required(pod)
+        if not self._admits(required, new):
+            return False
+        return old is None or not self._admits(required, old)
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         preferred = pod.preferred_affinity

@@ -11,6 +11,13 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    NODE,
+    UPDATE_NODE_LABEL,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import Status, unresolvable
 
@@ -32,6 +39,9 @@ class NodeLabelPresence:
         self.cluster = cluster
         self.labels = tuple(labels)
         self.presence = presence
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        return (on(NODE, ADD | UPDATE_NODE_LABEL),)
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         node_labels = node.node.meta.labels

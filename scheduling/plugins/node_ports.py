@@ -12,10 +12,18 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import HostPort, Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import ADD, DELETE, NODE, POD, ClusterEventWithHint, on
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unschedulable
 
 REASON = "node(s) didn't have free ports for the requested pod ports"
 _REJECTED = unschedulable(REASON)
+
+
+def _overlap(used: HostPort, wanted: HostPort) -> bool:
+    """``NodeInfo.port_conflict`` for one port in use."""
+    if used.port != wanted.port or used.protocol != wanted.protocol:
+        return False
+    return "0.0.0.0" in (used.ip, wanted.ip) or used.ip == wanted.ip
 
 
 class NodePorts:
@@ -36,6 +44,16 @@ class NodePorts:
             return None, SKIP
         state.write(self._key, pod.host_ports)
         return None, SUCCESS
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: a deleted pod frees its ports (a pod's ports never change), and
+        a node added has all of them free."""
+        return (on(POD, DELETE, self.after_pod_deleted), on(NODE, ADD))
+
+    def after_pod_deleted(self, pod: Pod, old: Pod | None, new: Pod | None) -> bool:
+        if old is None or not old.node_name:
+            return False
+        return any(_overlap(used, wanted) for used in old.host_ports for wanted in pod.host_ports)
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         if not node.ports:

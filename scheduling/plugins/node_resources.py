@@ -16,8 +16,18 @@ from typing import cast
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import UNKNOWN, NodeInfo
-from volsched.cache.objects.core import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Pod
+from volsched.cache.objects.core import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, Pod
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    DELETE,
+    NODE,
+    POD,
+    UPDATE_NODE_ALLOCATABLE,
+    UPDATE_POD_SCALE_DOWN,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 
@@ -148,6 +158,41 @@ class NodeResourcesFit:
             return None
         # A request larger than the whole node cannot be met by evicting anything.
         return unresolvable(*reasons) if beyond_node else unschedulable(*reasons)
+
+    # -- requeue ---------------------------------------------------------------------
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: an assigned pod deleted or scaled down frees resources; a node
+        added, or given more allocatable, may hold the pod."""
+        return (
+            on(POD, DELETE | UPDATE_POD_SCALE_DOWN, self.after_pod_change),
+            on(NODE, ADD | UPDATE_NODE_ALLOCATABLE, self.after_node_change),
+        )
+
+    def after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> bool:
+        if new is None:
+            # Deleted: only a placed (or nominated) pod held anything.
+            return old is not None and bool(old.node_name or old.nominated_node_name)
+        if old is None or not new.node_name:
+            return False
+        return any(
+            new.requests.get(resource, 0) < old.requests.get(resource, 0)
+            for resource, _, _ in self._wanted(pod)
+        )
+
+    def after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> bool:
+        if new is None:
+            return False
+        wanted = self._wanted(pod)
+        if self._fit(wanted, NodeInfo(new)) is not None:
+            return False  # too small for the pod even when empty
+        if old is None:
+            return True
+        grew = new.allocatable.get(PODS, 0) > old.allocatable.get(PODS, 0)
+        return grew or any(
+            new.allocatable.get(resource, 0) > old.allocatable.get(resource, 0)
+            for resource, _, _ in wanted
+        )
 
 
 def least_requested_score(requested: int, capacity: int) -> int:

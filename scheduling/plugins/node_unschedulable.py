@@ -9,8 +9,15 @@ from __future__ import annotations
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import TAINT_EFFECT_NO_SCHEDULE, Pod, Taint
+from volsched.cache.objects.core import TAINT_EFFECT_NO_SCHEDULE, Node, Pod, Taint
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    NODE,
+    UPDATE_NODE_TAINT,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.status import Status, unresolvable
 
 REASON = "node(s) were unschedulable"
@@ -25,6 +32,16 @@ class NodeUnschedulable:
 
     def __init__(self, cluster: ClusterCache) -> None:
         self.cluster = cluster
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: a node added schedulable, or uncordoned. (The pod's own new
+        toleration needs no event: a rejected pod that changes is always retried.)"""
+        return (on(NODE, ADD | UPDATE_NODE_TAINT, self.after_node_change),)
+
+    def after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> bool:
+        if new is None or new.unschedulable:
+            return False
+        return old is None or old.unschedulable
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         if not node.node.unschedulable:

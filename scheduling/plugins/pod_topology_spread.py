@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
-from volsched.cache.objects.core import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, Pod
+from volsched.cache.objects.core import LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, Node, Pod
 from volsched.cache.objects.pod_constraints import (
     DO_NOT_SCHEDULE,
     HONOR,
@@ -35,9 +35,24 @@ from volsched.cache.objects.pod_constraints import (
 )
 from volsched.cache.objects.selectors import LabelSelector
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    DELETE,
+    NODE,
+    POD,
+    UPDATE_NODE_LABEL,
+    UPDATE_NODE_TAINT,
+    UPDATE_POD_LABEL,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 from volsched.scheduling.plugins.node_affinity import matches_required_node_affinity
+from volsched.scheduling.plugins.pod_rule_events import (
+    spread_after_node_change,
+    spread_after_pod_change,
+)
 from volsched.scheduling.plugins.selector_spread import default_selector
 from volsched.scheduling.plugins.taint_toleration import untolerated_hard_taint
 
@@ -164,6 +179,26 @@ class PodTopologySpread:
         if pod.spread_constraints:
             return tuple(c for c in pod.spread_constraints if c.when_unsatisfiable == when)
         return self._defaulted(pod, when)
+
+    # -- requeue ---------------------------------------------------------------------
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: placed pods added, relabelled or deleted change the counts; nodes
+        added, deleted, relabelled or retainted change the domains."""
+        return (
+            on(POD, ADD | UPDATE_POD_LABEL | DELETE, self.after_pod_change),
+            on(
+                NODE,
+                ADD | DELETE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT,
+                self.after_node_change,
+            ),
+        )
+
+    def after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> bool:
+        return spread_after_pod_change(pod, old, new, self._constraints(pod, DO_NOT_SCHEDULE))
+
+    def after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> bool:
+        return spread_after_node_change(old, new, self._constraints(pod, DO_NOT_SCHEDULE))
 
     # -- filter ----------------------------------------------------------------------
 

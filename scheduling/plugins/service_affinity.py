@@ -15,6 +15,18 @@ from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.selectors import selector_matches_map
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    ALL,
+    DELETE,
+    NODE,
+    POD,
+    SERVICE,
+    UPDATE_NODE_LABEL,
+    UPDATE_POD_LABEL,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status, unschedulable
 from volsched.scheduling.plugins.selector_spread import pod_services
@@ -40,6 +52,15 @@ class ServiceAffinity:
         self.labels = tuple(labels)
         # One state per rule: a policy may hold several serviceAffinity predicates.
         self._key = f"PreFilter{self.name}/{','.join(self.labels)}"
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """The first placed peer decides the labels (placed pods coming, going or
+        relabelled), Services decide who the peers are, nodes carry the labels."""
+        return (
+            on(POD, ADD | UPDATE_POD_LABEL | DELETE),
+            on(SERVICE, ALL),
+            on(NODE, ADD | UPDATE_NODE_LABEL),
+        )
 
     def _first_peer_node(self, pod: Pod) -> Node | None:
         namespace = pod.namespace

@@ -44,6 +44,17 @@ from volsched.cache.objects.replicated import (
     Volume,
 )
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    ALL,
+    NODE,
+    REPLICA,
+    STORAGE_NODE,
+    UPDATE_NODE_CONDITION,
+    VOLUME,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
 from volsched.scheduling.volumes.scoring import round_half_away
 
@@ -173,6 +184,11 @@ class StorageNodeReady:
     def __init__(self, cluster: ClusterCache) -> None:
         self.cluster = cluster
 
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """A node added or back to Ready; a storage node (volsched's or Longhorn's)
+        added, ready again, uncordoned or no longer draining."""
+        return (on(NODE, ADD | UPDATE_NODE_CONDITION), on(STORAGE_NODE, ALL))
+
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
         storage = pod_storage(self.cluster, pod)
         if storage is None:
@@ -202,6 +218,11 @@ class VolumeLocality:
             cached = pod_storage(self.cluster, pod) or False
             state.write(key, cached)
         return cached or None
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Where the replicas are: replicas, volumes and storage nodes (volsched's or
+        Longhorn's) changing."""
+        return (on(REPLICA, ALL), on(VOLUME, ALL), on(STORAGE_NODE, ALL))
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
         storage = self._storage(state, pod)

@@ -18,11 +18,19 @@ from volsched.cache.objects.core import (
     TAINT_EFFECT_NO_EXECUTE,
     TAINT_EFFECT_NO_SCHEDULE,
     TAINT_EFFECT_PREFER_NO_SCHEDULE,
+    Node,
     Pod,
     Taint,
     Toleration,
 )
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    NODE,
+    UPDATE_NODE_TAINT,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status, unresolvable
 from volsched.scheduling.plugins.normalize import default_normalize
@@ -54,6 +62,16 @@ class TaintToleration:
     def __init__(self, cluster: ClusterCache) -> None:
         self.cluster = cluster
         self._score_key = f"PreScore{self.name}"
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: a node added, or its taints changed, may now be tolerated."""
+        return (on(NODE, ADD | UPDATE_NODE_TAINT, self.after_node_change),)
+
+    def after_node_change(self, pod: Pod, old: Node | None, new: Node | None) -> bool:
+        """Only a change from untolerated to tolerated helps."""
+        if new is None or untolerated_hard_taint(pod, NodeInfo(new)) is not None:
+            return False
+        return old is None or untolerated_hard_taint(pod, NodeInfo(old)) is not None
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         taint = untolerated_hard_taint(pod, node)

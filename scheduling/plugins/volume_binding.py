@@ -10,7 +10,26 @@ from dataclasses import dataclass, field
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
+from volsched.cache.objects.storage import PersistentVolumeClaim, StorageClass
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    ALL,
+    CSI_DRIVER,
+    CSI_NODE,
+    CSI_STORAGE_CAPACITY,
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    REPLICA,
+    STORAGE_CLASS,
+    STORAGE_NODE,
+    UPDATE,
+    UPDATE_NODE_LABEL,
+    VOLUME,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.status import (
     SKIP,
     SUCCESS,
@@ -32,6 +51,7 @@ from volsched.scheduling.volumes.claims import (
     check_pod_claims,
     classify_pod_claims,
     local_volume_node_names,
+    uses_claim,
 )
 from volsched.scheduling.volumes.matching import ClaimMatcher, claim_request
 from volsched.scheduling.volumes.provisioning import (
@@ -71,6 +91,38 @@ class VolumeBinding:
         self.cluster = cluster
         self.shape = scale_shape(shape)
         self.provisioner_checks: dict[str, ProvisionerCheck] = dict(provisioner_checks or {})
+
+    # -- requeue ---------------------------------------------------------------------
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: classes, claims, volumes, CSI nodes, drivers and capacities added
+        or changed, and nodes added or relabelled (volume node affinity, allowed
+        topologies). And volsched's: the storage nodes, volumes and replicas that decide
+        where a replicated volume can be provisioned."""
+        return (
+            on(STORAGE_CLASS, ADD | UPDATE, self.after_storage_class_change),
+            on(PERSISTENT_VOLUME_CLAIM, ADD | UPDATE, self.after_claim_change),
+            on(PERSISTENT_VOLUME, ADD | UPDATE),
+            on(NODE, ADD | UPDATE_NODE_LABEL),
+            on(CSI_NODE, ADD | UPDATE),
+            on(CSI_DRIVER, UPDATE),
+            on(CSI_STORAGE_CAPACITY, ADD | UPDATE),
+            on(STORAGE_NODE, ALL),
+            on(VOLUME, ALL),
+            on(REPLICA, ALL),
+        )
+
+    def after_storage_class_change(
+        self, pod: Pod, old: StorageClass | None, new: StorageClass | None
+    ) -> bool:
+        """A class added, or its allowed topologies changed (the binding mode is
+        immutable)."""
+        return old is None or new is None or old.allowed_topologies != new.allowed_topologies
+
+    def after_claim_change(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> bool:
+        return uses_claim(pod, new)
 
     # -- PreFilter -------------------------------------------------------------------
 

@@ -18,10 +18,19 @@ from dataclasses import dataclass
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
-from volsched.cache.objects.storage import READ_WRITE_ONCE_POD
+from volsched.cache.objects.storage import READ_WRITE_ONCE_POD, PersistentVolumeClaim
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    DELETE,
+    NODE,
+    PERSISTENT_VOLUME_CLAIM,
+    POD,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
-from volsched.scheduling.volumes.claims import claim_not_found
+from volsched.scheduling.volumes.claims import claim_not_found, uses_claim
 
 REASON_DISK_CONFLICT = "node(s) had no available disk"
 # Current kube-scheduler's wording (older releases: "node has pod using
@@ -74,6 +83,12 @@ class _Wanted:
         return False
 
 
+def _disk_name(disk: tuple[str, ...]) -> tuple[str, ...]:
+    """A disk's identity without its mode (and, for RBD, its monitors): two pods whose
+    disks share it may conflict."""
+    return ("rbd", disk[2], disk[3]) if disk[0] == "rbd" else disk[:2]
+
+
 class VolumeRestrictions:
     """Filter. A disk conflict and a ReadWriteOncePod claim in use are both Unschedulable
     (evicting the other pod would resolve them); a claim that does not exist is
@@ -85,6 +100,29 @@ class VolumeRestrictions:
     def __init__(self, cluster: ClusterCache) -> None:
         self.cluster = cluster
         self._key = f"PreFilter{self.name}"
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: a deleted pod releases its disks and claims (a pod's volumes
+        never change), a node added has none in use, the pod's claim may appear."""
+        return (
+            on(POD, DELETE, self.after_pod_deleted),
+            on(NODE, ADD),
+            on(PERSISTENT_VOLUME_CLAIM, ADD, self.after_claim_added),
+        )
+
+    def after_pod_deleted(self, pod: Pod, old: Pod | None, new: Pod | None) -> bool:
+        """The deleted pod used one of the pod's claims, or one of its disks."""
+        if old is None:
+            return False
+        if old.namespace == pod.namespace and set(old.claim_names()) & set(pod.claim_names()):
+            return True
+        disks = {_disk_name(volume.disk) for volume in pod.volumes if volume.disk}
+        return any(volume.disk and _disk_name(volume.disk) in disks for volume in old.volumes)
+
+    def after_claim_added(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> bool:
+        return uses_claim(pod, new)
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
         gce: list[tuple[str, bool]] = []

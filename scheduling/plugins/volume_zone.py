@@ -20,9 +20,21 @@ from volsched.cache.objects.core import (
     LABEL_TOPOLOGY_ZONE,
     Pod,
 )
+from volsched.cache.objects.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
 from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.events import (
+    ADD,
+    NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
+    STORAGE_CLASS,
+    UPDATE,
+    UPDATE_NODE_LABEL,
+    ClusterEventWithHint,
+    on,
+)
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
-from volsched.scheduling.volumes.claims import claim_not_found
+from volsched.scheduling.volumes.claims import claim_not_found, uses_claim
 
 NAME = "VolumeZone"
 REASON_CONFLICT = "node(s) had no available volume zone"
@@ -49,6 +61,33 @@ class VolumeZone:
 
     def __init__(self, cluster: ClusterCache) -> None:
         self.cluster = cluster
+
+    def events_to_register(self) -> tuple[ClusterEventWithHint, ...]:
+        """Upstream's: a waiting class added, a node added or relabelled, the pod's claim
+        added or bound, a volume added or its zone labels changed."""
+        return (
+            on(STORAGE_CLASS, ADD, self.after_storage_class_added),
+            on(NODE, ADD | UPDATE_NODE_LABEL),
+            on(PERSISTENT_VOLUME_CLAIM, ADD | UPDATE, self.after_claim_change),
+            on(PERSISTENT_VOLUME, ADD | UPDATE, self.after_volume_change),
+        )
+
+    def after_storage_class_added(
+        self, pod: Pod, old: StorageClass | None, new: StorageClass | None
+    ) -> bool:
+        return new is not None and new.wait_for_first_consumer
+
+    def after_claim_change(
+        self, pod: Pod, old: PersistentVolumeClaim | None, new: PersistentVolumeClaim | None
+    ) -> bool:
+        return uses_claim(pod, new)
+
+    def after_volume_change(
+        self, pod: Pod, old: PersistentVolume | None, new: PersistentVolume | None
+    ) -> bool:
+        if old is None or new is None:
+            return True
+        return any(old.meta.labels.get(k) != new.meta.labels.get(k) for k in TOPOLOGY_LABELS)
 
     def pre_filter(self, state: CycleState, pod: Pod) -> tuple[Collection[str] | None, Status]:
         topologies: list[_Topology] = []

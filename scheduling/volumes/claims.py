@@ -21,6 +21,13 @@ class ClaimProblem(Exception):
     """A claim makes the pod unschedulable before any node is looked at."""
 
 
+def uses_claim(pod: Pod, claim: PersistentVolumeClaim | None) -> bool:
+    """Whether the pod names the claim (a claim added or changed may concern it)."""
+    return (
+        claim is not None and claim.namespace == pod.namespace and claim.name in pod.claim_names()
+    )
+
+
 def claim_not_found(name: str) -> str:
     """The API server's NotFound message for a claim, which upstream's plugins show as is."""
     return f'persistentvolumeclaim "{name}" not found'

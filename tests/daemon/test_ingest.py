@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.objects import claim, local_pv, node, storage_node
+from tests.integration.objects import claim, local_pv, node, pod, storage_node
+from tests.support import pod as placed_pod
 from tests.unit.longhorn.objects import longhorn_node
 from volsched.cache.cluster import ClusterCache
+from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.watch.ingest import Ingest
+from volsched.scheduling.framework.events import ClusterEvent
 
 Raw = dict[str, Any]
 
@@ -92,3 +95,64 @@ def test_an_event_older_than_the_cache_changes_nothing_anywhere(kind: str, raw: 
         assert body is not None and body["metadata"]["labels"] == {"revision": "12"}
         assert body["metadata"]["resourceVersion"] == "12"
     assert ingest.views()[kind][key] is held
+
+
+class RecordingQueue(SchedulingQueue):
+    """The queue, keeping the labels of the cluster events it was told of."""
+
+    def __init__(self) -> None:
+        super().__init__(lambda _: 0, lambda: 0.0)
+        self.events: list[str] = []
+
+    def on_cluster_event(self, event: ClusterEvent, old: Any = None, new: Any = None) -> int:
+        self.events.append(event.label)
+        return super().on_cluster_event(event, old, new)
+
+
+def running(name: str, version: int, **labels: str) -> Raw:
+    body = placed_pod(name, node_name="node-1", labels=labels or None)
+    body["metadata"]["resourceVersion"] = str(version)
+    return body
+
+
+def test_an_assigned_pods_label_change_is_an_event_and_its_status_is_not() -> None:
+    queue = RecordingQueue()
+    ingest = Ingest(ClusterCache(), queue, "volsched")
+    ingest.upsert("Node", node("node-1"))
+    ingest.upsert("Pod", running("web", 1, app="web"))
+    status_only = running("web", 2, app="web")
+    status_only["status"] = {"phase": "Running"}
+    ingest.upsert("Pod", status_only)
+    relabelled = running("web", 3, app="db")
+    relabelled["status"] = {"phase": "Running"}
+    ingest.upsert("Pod", relabelled)
+    ingest.delete_key("Pod", "default/web")
+    assert queue.events == [
+        "NodeAdd",
+        "AssignedPodAdd",
+        "AssignedPodUpdatePodLabel",
+        "AssignedPodDelete",
+    ]
+
+
+def test_a_node_heartbeat_is_no_event_and_a_new_label_is_one() -> None:
+    queue = RecordingQueue()
+    ingest = Ingest(ClusterCache(), queue, "volsched")
+    ingest.upsert("Node", node("node-1"))
+    ingest.upsert("Node", at_version(node("node-1"), 50, **node("node-1")["metadata"]["labels"]))
+    labels = {**node("node-1")["metadata"]["labels"], "disk": "ssd"}
+    ingest.upsert("Node", at_version(node("node-1"), 51, **labels))
+    assert queue.events == ["NodeAdd", "NodeUpdateNodeLabel"]
+
+
+def test_an_assumed_pod_deleted_frees_its_node() -> None:
+    queue = RecordingQueue()
+    cluster = ClusterCache()
+    ingest = Ingest(cluster, queue, "volsched")
+    ingest.upsert("Node", node("node-1"))
+    pending = pod("web")
+    pending["spec"]["schedulerName"] = "volsched"
+    ingest.upsert("Pod", pending)
+    cluster.assume_pod(cluster.pods["default/web"], "node-1")
+    ingest.delete_key("Pod", "default/web")
+    assert queue.events == ["NodeAdd", "AssignedPodDelete"]

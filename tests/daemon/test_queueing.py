@@ -6,9 +6,26 @@ from typing import Any
 
 import pytest
 
-from tests.support import parse, pod
-from volsched.cache.objects.core import Pod
+from tests.support import node, parse, pod
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import Node, Pod
+from volsched.daemon.queue import queueing
 from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.scheduling.framework.events import (
+    ADD,
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    PERSISTENT_VOLUME,
+    SERVICE,
+    STORAGE_CLASS,
+    ClusterEvent,
+)
+from volsched.scheduling.framework.requeue import RequeueTable
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import default_profile
+
+PV_ADDED = ClusterEvent(PERSISTENT_VOLUME, ADD)
 
 
 class Clock:
@@ -24,8 +41,19 @@ def make(name: str, priority: int = 0, created: str = "2026-01-01T00:00:00Z") ->
     return view
 
 
+def table() -> RequeueTable:
+    """The daemon's default profile's table (the storage rules included)."""
+    profile = build_profile(default_profile(with_storage=True).policy, PluginSet(ClusterCache()))
+    return RequeueTable({"volsched": profile.requeue_events()})
+
+
 def queue(clock: Clock, **kwargs: Any) -> SchedulingQueue:
-    return SchedulingQueue(lambda p: p.priority or 0, clock, **kwargs)
+    return SchedulingQueue(lambda p: p.priority or 0, clock, requeue=table(), **kwargs)
+
+
+def a_node(name: str = "n1", **kwargs: Any) -> Node:
+    view: Node = parse(node(name, **kwargs))
+    return view
 
 
 def drain(q: SchedulingQueue) -> list[str]:
@@ -67,9 +95,9 @@ def test_unschedulable_pod_moves_only_on_a_relevant_event() -> None:
     assert q.pop_ready() is not None
     q.requeue_unschedulable(p, {"VolumeBinding"})
     clock.now += 5
-    assert q.on_cluster_event("Service") == 0
+    assert q.on_cluster_event(ClusterEvent(SERVICE, ADD)) == 0
     assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
-    assert q.on_cluster_event("PersistentVolume") == 1
+    assert q.on_cluster_event(PV_ADDED) == 1
     assert drain(q) == ["p"]
 
 
@@ -80,7 +108,7 @@ def test_event_during_backoff_goes_to_backoff_first() -> None:
     q.add(p)
     q.pop_ready()
     q.requeue_unschedulable(p, {"NodeResourcesFit"})
-    q.on_cluster_event("Node")
+    q.on_cluster_event(NODE_ADD, None, a_node())
     assert q.lengths() == {"active": 0, "backoff": 1, "unschedulable": 0, "gated": 0}
     clock.now += 4
     assert drain(q) == ["p"]
@@ -155,7 +183,7 @@ def test_a_gated_pod_waits_outside_the_active_queue_until_its_last_gate_goes() -
     assert seen == ["held"]
     # One gate removed: still gated; events do not release it either.
     q.update(gated("held", ["example.com/data-ready"]))
-    assert q.on_cluster_event("PersistentVolume") == 0
+    assert q.on_cluster_event(PV_ADDED) == 0
     assert drain(q) == []
     q.update(make("held"))
     assert q.lengths()["gated"] == 0
@@ -171,23 +199,83 @@ def test_a_deleted_gated_pod_leaves_no_trace() -> None:
     assert "default/held" not in q
 
 
+def with_affinity(name: str) -> Pod:
+    """A pod that must run in the zone of a pod labelled app=web."""
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "zone"}
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    view: Pod = parse(pod(name, spec={"affinity": affinity}))
+    return view
+
+
+def with_spread(name: str) -> Pod:
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    raw = pod(name, labels={"app": "web"}, spec={"topologySpreadConstraints": [constraint]})
+    view: Pod = parse(raw)
+    return view
+
+
+def placed(name: str, **labels: str) -> Pod:
+    view: Pod = parse(pod(name, node_name="n1", labels=labels))
+    return view
+
+
 @pytest.mark.parametrize(
-    ("plugin", "event", "moves"),
+    ("plugin", "event", "old", "new", "moves"),
     [
-        ("InterPodAffinity", "AssignedPodDelete", True),
-        ("InterPodAffinity", "AssignedPodAdd", True),
-        ("InterPodAffinity", "PersistentVolume", False),
-        ("PodTopologySpread", "AssignedPodDelete", True),
-        ("PodTopologySpread", "Node", True),
-        ("PodTopologySpread", "StorageClass", False),
+        ("InterPodAffinity", ASSIGNED_POD_ADD, None, placed("w", app="web"), True),
+        ("InterPodAffinity", ASSIGNED_POD_ADD, None, placed("w", app="db"), False),
+        ("InterPodAffinity", PV_ADDED, None, None, False),
+        ("PodTopologySpread", ASSIGNED_POD_DELETE, placed("w", app="web"), None, True),
+        ("PodTopologySpread", ASSIGNED_POD_DELETE, placed("w", app="db"), None, False),
+        ("PodTopologySpread", NODE_ADD, None, a_node(labels={"zone": "b"}), True),
+        ("PodTopologySpread", NODE_ADD, None, a_node(), False),
+        ("PodTopologySpread", ClusterEvent(STORAGE_CLASS, ADD), None, None, False),
     ],
 )
-def test_pods_rejected_by_pod_rules_move_when_pods_come_or_go(
-    plugin: str, event: str, moves: bool
+def test_pods_rejected_by_pod_rules_move_when_matching_pods_come_or_go(
+    plugin: str, event: ClusterEvent, old: Any, new: Any, moves: bool
 ) -> None:
+    q = queue(Clock())
+    p = with_affinity("p") if plugin == "InterPodAffinity" else with_spread("p")
+    q.add(p)
+    assert q.pop_ready() is not None
+    q.requeue_unschedulable(p, {plugin})
+    assert q.on_cluster_event(event, old, new) == (1 if moves else 0)
+
+
+def test_a_forgotten_assumed_pod_frees_what_it_held() -> None:
     q = queue(Clock())
     p = make("p")
     q.add(p)
     assert q.pop_ready() is not None
-    q.requeue_unschedulable(p, {plugin})
-    assert q.on_cluster_event(event) == (1 if moves else 0)
+    q.requeue_unschedulable(p, {"NodeResourcesFit"})
+    assumed = make("other")
+    assert q.assumed_pod_forgotten(assumed, "n1") == 1
+    assert q.stats.incoming[("backoff", "AssignedPodDelete")] == 1
+
+
+def test_an_event_no_plugin_registered_moves_nothing() -> None:
+    q = queue(Clock())
+    p = make("p")
+    q.add(p)
+    assert q.pop_ready() is not None
+    # Rejected without a plugin to blame (no node at all): any registered event helps,
+    # an event nobody registered does not.
+    q.requeue_unschedulable(p, set())
+    assert q.on_cluster_event(ClusterEvent(SERVICE, ADD)) == 0
+    assert q.on_cluster_event(NODE_ADD, None, a_node()) == 1
+
+
+def test_the_queue_keeps_no_table_of_its_own() -> None:
+    assert not hasattr(queueing, "RELEVANT_EVENTS")
+    q = SchedulingQueue(lambda p: p.priority or 0, Clock())
+    p = make("p")
+    q.add(p)
+    assert q.pop_ready() is not None
+    q.requeue_unschedulable(p, {"VolumeBinding"})
+    assert q.on_cluster_event(PV_ADDED) == 0

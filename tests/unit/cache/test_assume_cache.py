@@ -75,7 +75,7 @@ def test_assumed_pods_expire_when_their_binding_is_never_confirmed() -> None:
     cache.finish_binding("default/p", expires_at=100.0)
     assert cache.expire_assumed(99.0) == []
     assert "default/p" in cache.nodes["n1"].pods
-    assert cache.expire_assumed(100.0) == ["default/p"]
+    assert cache.expire_assumed(100.0) == [("default/p", "n1")]
     assert "default/p" not in cache.nodes["n1"].pods
     assert "default/p" in cache.pending
 
