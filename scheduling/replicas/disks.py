@@ -262,8 +262,11 @@ class DiskStage:
     def node_reasons(self, i: int, extra: Mapping[str, int] | None) -> set[str]:
         """Why node ``i`` has no qualifying disk, as longhorn-manager words it.
 
-        Space is checked before tags (as upstream does), so a full disk with the wrong
-        tags reports ``insufficient storage``.
+        Space is checked before tags, as longhorn-manager's filterNodeDisksForReplica
+        does in every release whose source was read for this (up to the one that words
+        each disk's reason in full), so a full disk with the wrong tags reports
+        ``insufficient storage``. A release that checks tags first would report ``tags
+        not fulfilled`` for it; follow the current release if that order changes.
         """
         info = self.cluster.nodes[i]
         disks = [disk for disk in info.disks if disk.schedulable]
