@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -66,3 +68,57 @@ async def test_sigterm_with_bindings_waiting_exits_within_seconds(
         lambda: all(SELECTED in annotations(cluster, f"c{i}") for i in range(5)),
         what="the pods decided again",
     )
+
+
+async def test_sigterm_with_the_database_locked_elsewhere_exits_within_seconds(
+    cluster: Cluster,
+) -> None:
+    """Another process holds the database's write lock (a backup, an operator's sqlite3
+    shell): the last flush cannot happen, and the daemon still goes, saying so."""
+    cluster.server.load([node("node-1")])
+    process = await cluster.subprocess_daemon()
+    locker: subprocess.Popen[str] | None = None
+    try:
+        await eventually(
+            lambda: (
+                (cluster.server.get("Lease", "volsched", "kube-system") or {})
+                .get("spec", {})
+                .get("holderIdentity")
+            ),
+            timeout=30,
+            what="the daemon leading",
+        )
+        cluster.server.load([pod(f"p{i}") for i in range(20)])
+        locker = subprocess.Popen(
+            [sys.executable, "-c", LOCK_AND_WAIT, str(cluster.db_path)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), timeout=20)
+        took = time.monotonic() - started
+    finally:
+        if locker is not None:
+            locker.kill()
+            locker.wait()
+            assert locker.stdout is not None
+            locker.stdout.close()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.stderr is not None
+    stderr = (await process.stderr.read()).decode()
+    assert code == 0, stderr
+    assert took < 10, stderr
+    assert "Traceback" not in stderr
+
+
+LOCK_AND_WAIT = """
+import sqlite3, sys, time
+connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+connection.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(60)
+"""
