@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import claim, node, pod, storage_class
+from tests.store.small_disk import small_disk
 from volsched.emulator import ControllerSettings
 
 STUCK = "stuck.example.com"
@@ -122,3 +124,37 @@ connection.execute("BEGIN EXCLUSIVE")
 print("locked", flush=True)
 time.sleep(60)
 """
+
+
+async def test_sigterm_with_the_disk_full_exits_cleanly(cluster: Cluster, tmp_path: Path) -> None:
+    """The last flush finds no room: the daemon says so and exits 0, as any other stop
+    (what was not written is relisted at the next start)."""
+    with small_disk(tmp_path / "disk") as disk:
+        cluster.db_path = disk.path / "volsched.db"
+        cluster.server.load([node("node-1")])
+        process = await cluster.subprocess_daemon()
+        try:
+            await eventually(
+                lambda: (
+                    (cluster.server.get("Lease", "volsched", "kube-system") or {})
+                    .get("spec", {})
+                    .get("holderIdentity")
+                ),
+                timeout=30,
+                what="the daemon leading",
+            )
+            disk.fill()
+            cluster.server.load([pod(f"p{i}") for i in range(20)])
+            started = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(process.wait(), timeout=20)
+            took = time.monotonic() - started
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+        assert process.stderr is not None
+        stderr = (await process.stderr.read()).decode()
+        assert code == 0, stderr
+        assert took < 10, stderr
+        assert "Traceback" not in stderr
