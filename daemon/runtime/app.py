@@ -233,7 +233,7 @@ class Daemon:
         )
 
     def health(self) -> HealthChecks:
-        return health_checks(self.loop, self.sync, self.store, self.metrics)
+        return health_checks(self.loop, self.sync, self.store, self.metrics, self.ready)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -266,9 +266,10 @@ class Daemon:
         self._elector_task = asyncio.create_task(
             self.elector.run(self._started_leading, self._stopped_leading), name="leader election"
         )
-        self.ready.set()
         if not self.settings.leader_election.enabled:
             await self.leading.wait()
+        # Start-up is over (``volsched ready`` is logged next): /readyz may pass.
+        self.ready.set()
 
     async def _refresh_claims(self, pod: Pod) -> str | None:
         """Read the pod's claims (and their volumes) from the API server into the cache."""

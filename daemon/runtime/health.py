@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from volsched.cache.cluster import ClusterCache
@@ -36,8 +37,15 @@ def collect_gauges(
 
 
 def health_checks(
-    loop: SchedulingLoop, sync: CacheSync, store: Store, metrics: Metrics
+    loop: SchedulingLoop,
+    sync: CacheSync,
+    store: Store,
+    metrics: Metrics,
+    started: asyncio.Event,
 ) -> HealthChecks:
+    """``started`` is set when start-up is over (the daemon logs ``volsched ready``):
+    /readyz passes no sooner, whatever the other checks say."""
+
     def loop_alive() -> str | None:
         age = time.monotonic() - loop.heartbeat
         return None if age < STUCK_LOOP_SECONDS else f"no progress for {age:.0f}s"
@@ -53,6 +61,9 @@ def health_checks(
             return "scheduling loop stopped"
         return loop_alive()
 
+    def startup() -> str | None:
+        return None if started.is_set() else "starting"
+
     def database() -> str | None:
         # While writes fail (a full disk), bindings that need the journal cannot start.
         return store.write_problem if store.is_open else "closed"
@@ -60,6 +71,7 @@ def health_checks(
     return HealthChecks(
         live=[Check("loop", loop_alive)],
         ready=[
+            Check("startup", startup),
             Check("informer-sync", caches),
             Check("database", database),
             Check("scheduling", scheduling),

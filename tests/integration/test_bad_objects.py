@@ -13,6 +13,8 @@ import pytest
 
 from tests.integration.conftest import Cluster, eventually
 from tests.integration.objects import node, pod
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.runtime.app import open_daemon
 
 
 async def test_damaged_views_fail_only_themselves(
@@ -60,3 +62,19 @@ async def test_damaged_views_fail_only_themselves(
         body = await response.text()
     assert response.status == 200, body
     assert "[+]scheduling ok" in body
+
+
+async def test_readyz_waits_for_the_end_of_start_up(cluster: Cluster) -> None:
+    """/readyz passes only once start-up is over, when ``volsched ready`` is logged."""
+    cluster.server.load([node("n1", "zone-a")])
+    client = await KubeClient.connect(str(cluster.kubeconfig))
+    daemon = await open_daemon(cluster.settings(), client)
+    try:
+        ready = {check.name: check for check in daemon.health().ready}
+        assert ready["startup"].probe() == "starting"
+        await daemon.start()
+        assert ready["startup"].probe() is None
+        assert all(check.probe() is None for check in daemon.health().ready)
+    finally:
+        await daemon.stop()
+        await client.close()
