@@ -23,8 +23,8 @@ from typing import Any
 from aiohttp import web
 
 from volsched.cache.errors import ObjectError
-from volsched.cache.json_limits import JsonLimitError, loads_bounded
 from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
+from volsched.daemon.http.reading import BodyError, read_json
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.pod_changes import remove_pod
@@ -313,23 +313,11 @@ def extender_routes(extender: Extender) -> list[web.RouteDef]:
         async def handle(request: web.Request) -> web.Response:
             try:
                 try:
-                    raw = await asyncio.wait_for(request.read(), settings.body_timeout_seconds)
-                except TimeoutError:
-                    return web.json_response(
-                        {
-                            "Error": f"request body not received within "
-                            f"{settings.body_timeout_seconds:g}s"
-                        },
-                        status=408,
+                    body = await read_json(
+                        request, settings.max_body_bytes, settings.body_timeout_seconds
                     )
-                if len(raw) > settings.max_body_bytes:
-                    raise BadRequest(f"request body larger than {settings.max_body_bytes} bytes")
-                try:
-                    body = loads_bounded(raw)
-                except JsonLimitError as exc:
-                    raise BadRequest(f"request body rejected: {exc}") from None
-                except (ValueError, UnicodeDecodeError) as exc:
-                    raise BadRequest(f"request body is not JSON: {exc}") from None
+                except BodyError as exc:
+                    return web.json_response({"Error": str(exc)}, status=exc.status)
                 if not isinstance(body, dict):
                     raise BadRequest("request body must be a JSON object")
                 result = verb(body)
@@ -343,8 +331,6 @@ def extender_routes(extender: Extender) -> list[web.RouteDef]:
                 return web.json_response({"Error": str(exc).splitlines()[0]}, status=400)
             except Forbidden as exc:
                 return web.json_response({"Error": str(exc)}, status=403)
-            except web.HTTPRequestEntityTooLarge:
-                return web.json_response({"Error": "request body too large"}, status=400)
             except TimeoutError:
                 return web.json_response(
                     {"Error": f"no answer within {settings.deadline_seconds:g}s"}, status=200

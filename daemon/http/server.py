@@ -214,6 +214,11 @@ async def serve(
         access_log=None,
         shutdown_timeout=5.0,
         keepalive_timeout=idle_timeout_seconds,
+        # Bodies are inflated where they are read, with their size bounded (http.reading).
+        auto_decompress=False,
+        # A body refused unread (too large, unauthenticated) is not read on for seconds
+        # after the answer: the connection closes once the answer is sent.
+        lingering_time=0,
         logger=OneLineLogger(logging.getLogger("volsched.http.protocol"), {}),
     )
     await runner.setup()

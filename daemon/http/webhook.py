@@ -26,7 +26,8 @@ from typing import Any
 from aiohttp import web
 
 from volsched.cache.cluster import ClusterCache
-from volsched.daemon.http.server import bound_port
+from volsched.daemon.http.reading import BodyError, read_json
+from volsched.daemon.http.server import bound_port, serve
 from volsched.daemon.http.tls_files import ReloadingTLS
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 API_VERSION = "admission.k8s.io/v1"
 WATCHED_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
 MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit for a pod
+BODY_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +103,9 @@ def review(body: Any, cluster: ClusterCache, rules: RoutingRules) -> Review:
 async def _mutate(request: web.Request) -> web.Response:
     webhook = request.app[WEBHOOK]
     try:
-        body = await request.json(loads=json.loads)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        answer = Review(
-            "", warning="volsched routing: the request body is not JSON; pod left unchanged"
-        )
+        body = await read_json(request, MAX_BODY_BYTES, BODY_TIMEOUT_SECONDS)
+    except BodyError as exc:
+        answer = Review("", warning=f"volsched routing: {exc}; pod left unchanged")
         return web.json_response(answer.body())
     answer = review(body, webhook.cluster, webhook.rules)
     webhook.reviewed += 1
@@ -163,18 +163,9 @@ class RoutingWebhook:
             self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {watcher.kind}"))
         if self.tls is not None:
             self._tasks.append(asyncio.create_task(self.tls.watch(), name="tls reload"))
-        host, _, port = address.rpartition(":")
-        runner = web.AppRunner(
-            self.app(), handle_signals=False, access_log=None, shutdown_timeout=5.0
+        runner = await serve(
+            self.app(), address, ssl_context=self.tls.context if self.tls is not None else None
         )
-        await runner.setup()
-        site = web.TCPSite(
-            runner,
-            host.strip("[]") or "127.0.0.1",
-            int(port),
-            ssl_context=self.tls.context if self.tls is not None else None,
-        )
-        await site.start()
         self._runner = runner
         return bound_port(runner)
 

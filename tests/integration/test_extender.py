@@ -3,7 +3,10 @@ kube-scheduler sends them (Nodes and NodeNames forms, Go field names)."""
 
 from __future__ import annotations
 
+import gzip
 import io
+import json
+import zlib
 from typing import Any
 
 import aiohttp
@@ -43,11 +46,17 @@ async def setup(cluster: Cluster) -> Daemon:
     return daemon
 
 
-async def post(daemon: Daemon, verb: str, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
+async def post(
+    daemon: Daemon,
+    verb: str,
+    body: Any,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
     url = f"http://127.0.0.1:{daemon.http_port}/scheduler/{verb}"
     async with aiohttp.ClientSession() as session:
         kwargs: dict[str, Any] = {"data": io.BytesIO(raw)} if raw is not None else {"json": body}
-        async with session.post(url, **kwargs) as response:
+        async with session.post(url, headers=headers, **kwargs) as response:
             return response.status, await response.json()
 
 
@@ -197,6 +206,8 @@ async def test_bind_outlasting_the_call_deadline_still_completes(
         (None, b'{"Pod": {}, "NodeNames": [], "x": 1' + b"0" * 5000 + b"}", "a number longer"),
         (None, b'{"Pod": "\xff\xfe"}', "not UTF-8 text"),
         (None, b"0\x000\x80", "not UTF-8 text"),
+        (None, b"[" + b"{}," * 5_000_000 + b"{}]", "MiB to decode, more than the 64 MiB"),
+        (None, b'["' + b"\xf0\x9f\x98\x80" * 4_000_000 + b'"]', "MiB to decode"),
     ],
 )
 async def test_bad_requests_get_400_with_one_line(
@@ -207,6 +218,42 @@ async def test_bad_requests_get_400_with_one_line(
     assert status == 400
     assert error in result["Error"]
     assert "\n" not in result["Error"]
+
+
+GZIPPED_SPACES = gzip.compress(b"{" + b" " * (20 * 1024 * 1024) + b"}")
+
+
+@pytest.mark.parametrize(
+    ("encoding", "raw", "error"),
+    [
+        ("gzip", b'{"Pod": {}}', "request body is not valid gzip data"),
+        ("gzip", gzip.compress(b'{"Pod": {}}')[:-9], "request body is not valid gzip data"),
+        ("deflate", b"\x78\x9c not deflate", "request body is not valid deflate data"),
+        ("gzip", GZIPPED_SPACES, "too large: more than 16,777,216 bytes once gzip is undone"),
+        ("gzip", gzip.compress(b"{}") + b"junk", "bytes after the end of the gzip data"),
+        ("br", b"\x0b\x01\x80{}\x03", "Content-Encoding 'br' is not accepted"),
+        ("gzip, gzip", b"", "Content-Encoding 'gzip, gzip' is not accepted"),
+    ],
+)
+async def test_a_body_not_encoded_as_it_says_gets_400(
+    cluster: Cluster, encoding: str, raw: bytes, error: str
+) -> None:
+    daemon = await setup(cluster)
+    for verb in ("filter", "prioritize", "bind", "preempt"):
+        status, result = await post(daemon, verb, None, raw, {"Content-Encoding": encoding})
+        assert (status, verb) == (400, verb)
+        assert error in result["Error"] and "\n" not in result["Error"]
+
+
+async def test_a_gzipped_body_is_read(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    body = {"Pod": kube_pod(cluster, "web"), "NodeNames": ["node-1", "node-2"]}
+    for encoding, raw in (
+        ("gzip", gzip.compress(json.dumps(body).encode())),
+        ("deflate", zlib.compress(json.dumps(body).encode())),
+    ):
+        status, result = await post(daemon, "filter", None, raw, {"Content-Encoding": encoding})
+        assert status == 200 and result["NodeNames"] == ["node-1"]
 
 
 async def test_pods_of_schedulers_not_served_are_refused(cluster: Cluster) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
+import io
 import json
 import ssl
 import subprocess
@@ -138,14 +140,16 @@ class Webhook:
         self.url = url
         self.ssl = ssl.create_default_context(cafile=str(cafile))
 
-    async def post(self, body: Any, raw: bytes | None = None) -> tuple[int, Raw]:
+    async def post(
+        self, body: Any, raw: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Raw]:
         data = raw if raw is not None else json.dumps(body).encode()
         async with (
             aiohttp.ClientSession() as session,
             session.post(
                 self.url + "/mutate-pods",
-                data=data,
-                headers={"Content-Type": "application/json"},
+                data=io.BytesIO(data),
+                headers={"Content-Type": "application/json", **(headers or {})},
                 ssl=self.ssl,
             ) as response,
         ):
@@ -273,6 +277,32 @@ async def test_a_malformed_request_is_allowed_with_a_warning(
     assert answer["response"]["allowed"] is True
     assert "patch" not in answer["response"]
     assert any(warning in text for text in answer["response"]["warnings"])
+
+
+@pytest.mark.parametrize(
+    ("raw", "headers", "warning"),
+    [
+        (b"{}", {"Content-Encoding": "gzip"}, "request body is not valid gzip data"),
+        (b"{}", {"Content-Encoding": "br"}, "Content-Encoding 'br' is not accepted"),
+        (
+            gzip.compress(b" " * (4 * 1024 * 1024)),
+            {"Content-Encoding": "gzip"},
+            "too large: more than 3,145,728 bytes once gzip is undone",
+        ),
+        (b" " * (4 * 1024 * 1024), {}, "too large: more than 3,145,728 bytes"),
+        (b"[" + b"{}," * 1_000_000 + b"{}]", {}, "MiB to decode, more than the 64 MiB allowed"),
+    ],
+)
+async def test_a_body_it_cannot_read_is_allowed_with_a_warning(
+    webhook: tuple[Webhook, RoutingWebhook], raw: bytes, headers: dict[str, str], warning: str
+) -> None:
+    client, _ = webhook
+    status, answer = await client.post(None, raw, headers)
+    assert status == 200
+    assert answer["response"]["allowed"] is True
+    assert "patch" not in answer["response"]
+    (text,) = answer["response"]["warnings"]
+    assert warning in text and "\n" not in text
 
 
 async def test_rotated_certificate_is_served(
