@@ -24,6 +24,7 @@ from aiohttp import web
 
 from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
+from volsched.daemon.http.extender_wire import BadRequest, Victims, field, preemption_candidates
 from volsched.daemon.http.reading import BodyError, read_json
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
@@ -42,10 +43,6 @@ VOLUME_PLUGINS = frozenset(
 )
 
 
-class BadRequest(Exception):
-    """The request body is not what kube-scheduler sends."""
-
-
 class Forbidden(Exception):
     """The pod belongs to a scheduler volsched does not serve."""
 
@@ -59,17 +56,6 @@ class ExtenderSettings:
     body_timeout_seconds: float = 10.0
     # Pods whose spec.schedulerName is one of these; any other pod is refused (403).
     scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER})
-
-
-def field(body: Mapping[str, Any], name: str) -> Any:
-    """A Go-decoded field: exact name first, then any spelling that differs in case."""
-    if name in body:
-        return body[name]
-    lowered = name.lower()
-    for key, value in body.items():
-        if isinstance(key, str) and key.lower() == lowered:
-            return value
-    return None
 
 
 class Extender:
@@ -251,35 +237,16 @@ class Extender:
 
     def preempt(self, body: Mapping[str, Any]) -> dict[str, Any]:
         pod = self._pod(body)
-        meta = field(body, "NodeNameToMetaVictims")
-        victims = field(body, "NodeNameToVictims")
-        if meta is None and victims is None:
-            raise BadRequest("NodeNameToVictims or NodeNameToMetaVictims is required")
-        candidates: dict[str, Any] = {}
-        if isinstance(meta, Mapping):
-            candidates.update(meta)
-        elif isinstance(victims, Mapping):
-            for node, entry in victims.items():
-                pods = (field(entry, "Pods") or []) if isinstance(entry, Mapping) else []
-                candidates[node] = {
-                    "Pods": [
-                        {"UID": ((p.get("metadata") or {}).get("uid") or "")}
-                        for p in pods
-                        if isinstance(p, Mapping)
-                    ],
-                    "NumPDBViolations": field(entry, "NumPDBViolations") or 0,
-                }
-        else:
-            raise BadRequest("NodeNameToMetaVictims must be an object")
+        candidates = preemption_candidates(body)
         decision = self.scheduler.find_node(pod, only=set(candidates))
         kept = {}
-        for node, entry in candidates.items():
-            if not self._eviction_can_help(decision, node, entry):
+        for node, victims in candidates.items():
+            if not self._eviction_can_help(decision, node, victims):
                 continue  # evicting pods cannot move this pod's data, labels or taints
-            kept[node] = entry
+            kept[node] = victims.wire()
         return {"NodeNameToMetaVictims": kept}
 
-    def _eviction_can_help(self, decision: Decision, node: str, entry: Any) -> bool:
+    def _eviction_can_help(self, decision: Decision, node: str, victims: Victims) -> bool:
         """The PostFilter's rule on volumes: a node a volume plugin rejects is no
         candidate, whether it did so at filter time or only once the proposed victims
         are gone (a volume reason hidden behind "Insufficient cpu": evicting pods never
@@ -289,9 +256,8 @@ class Extender:
         info = self.scheduler.cluster.nodes.get(node)
         if info is None or node not in decision.filtered:
             return True
-        pods = field(entry, "Pods") if isinstance(entry, Mapping) else None
-        uids = {str(field(p, "UID") or "") for p in (pods or []) if isinstance(p, Mapping)}
-        leaving = [other for other in info.pods.values() if other.meta.uid in uids - {""}]
+        uids = set(victims.uids) - {""}
+        leaving = [other for other in info.pods.values() if other.meta.uid in uids]
         profile = self.scheduler.profile
         checks = active_filters(profile, decision.state)
         without = clone_node(info, [other.meta.key for other in leaving])

@@ -169,6 +169,67 @@ async def test_preempt_drops_nodes_ruled_out_by_volumes(cluster: Cluster) -> Non
     }
 
 
+@pytest.mark.parametrize(
+    ("victims", "error"),
+    [
+        ({"NodeNameToVictims": {"n1": {"Pods": 5}}}, "NodeNameToVictims['n1'].Pods must be a list"),
+        ({"NodeNameToVictims": {"n1": [1, 2]}}, "NodeNameToVictims['n1'] must be an object"),
+        ({"NodeNameToVictims": {"n1": "x"}}, "NodeNameToVictims['n1'] must be an object"),
+        ({"NodeNameToVictims": {"n1": {"Pods": [1]}}}, "NodeNameToVictims['n1'].Pods[0] must be"),
+        (
+            {"NodeNameToVictims": {"n1": {"Pods": [{"metadata": []}]}}},
+            "NodeNameToVictims['n1'].Pods[0].metadata must be an object",
+        ),
+        (
+            {"NodeNameToVictims": {"n1": {"Pods": [{"metadata": {"uid": 7}}]}}},
+            "the pod's UID must be a string",
+        ),
+        (
+            {"NodeNameToVictims": {"n1": {"Pods": [], "NumPDBViolations": "2"}}},
+            "NodeNameToVictims['n1'].NumPDBViolations must be an integer",
+        ),
+        ({"NodeNameToVictims": [1]}, "NodeNameToVictims must be an object"),
+        ({"NodeNameToMetaVictims": {"n1": {"Pods": 5}}}, "NodeNameToMetaVictims['n1'].Pods"),
+        ({"NodeNameToMetaVictims": {"n1": None}}, "NodeNameToMetaVictims['n1'] must be"),
+        ({"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": []}]}}}, "UID must be a string"),
+        (
+            {"NodeNameToMetaVictims": {"n1": {"NumPDBViolations": 1.5}}},
+            "NumPDBViolations must be an integer",
+        ),
+        (
+            {"NodeNameToMetaVictims": {"n1": {"NumPDBViolations": 2**64}}},
+            "NumPDBViolations is out of range",
+        ),
+        ({"NodeNameToMetaVictims": "all"}, "NodeNameToMetaVictims must be an object"),
+    ],
+)
+async def test_preempt_arguments_of_the_wrong_shape_get_400(
+    cluster: Cluster, victims: Raw, error: str
+) -> None:
+    daemon = await setup(cluster)
+    status, result = await post(daemon, "preempt", {"Pod": kube_pod(cluster, "web"), **victims})
+    assert status == 400
+    assert error in result["Error"] and "\n" not in result["Error"]
+
+
+async def test_preempt_reads_whole_victim_pods(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    body = {
+        "Pod": kube_pod(cluster, "web"),
+        "NodeNameToVictims": {
+            "node-1": {"Pods": [{"metadata": {"uid": "a"}}, {"metadata": {}}]},
+            "node-2": {"Pods": [{"metadata": {"uid": "b"}}], "NumPDBViolations": 1},
+        },
+    }
+    status, result = await post(daemon, "preempt", body)
+    assert status == 200
+    assert result == {
+        "NodeNameToMetaVictims": {
+            "node-1": {"Pods": [{"UID": "a"}, {"UID": ""}], "NumPDBViolations": 0}
+        }
+    }
+
+
 @pytest.mark.parametrize("controllers", [ControllerSettings(pv_bind_delay_seconds=5.0)])
 async def test_bind_outlasting_the_call_deadline_still_completes(
     cluster: Cluster, controllers: ControllerSettings
