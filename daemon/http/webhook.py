@@ -32,7 +32,7 @@ from volsched.daemon.http.tls_files import ReloadingTLS
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
-from volsched.scheduling.routing import RoutingRules, decide_routing
+from volsched.scheduling.routing import RoutingRules, decide_routing, pod_shape_problem
 
 log = logging.getLogger(__name__)
 
@@ -84,18 +84,20 @@ def review(body: Any, cluster: ClusterCache, rules: RoutingRules) -> Review:
         return Review(uid, warning="volsched routing: the request holds no Pod; left unchanged")
     if request.get("operation", "CREATE") != "CREATE":
         return Review(uid)
-    namespace = (
-        request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
-    )
-    decision = decide_routing(pod, str(namespace), cluster, rules)
+    problem = pod_shape_problem(pod, "request.object")
+    if problem is None and not isinstance(request.get("namespace") or "", str):
+        problem = "request.namespace is not a string"
+    if problem is not None:
+        return Review(uid, warning=f"volsched routing: {problem}; pod left unchanged")
+    metadata = pod.get("metadata") or {}
+    namespace = request.get("namespace") or metadata.get("namespace") or "default"
+    decision = decide_routing(pod, namespace, cluster, rules)
     if not decision.route:
         return Review(uid)
     spec = pod.get("spec") or {}
     operation = "replace" if "schedulerName" in spec else "add"
     patch = [{"op": operation, "path": "/spec/schedulerName", "value": rules.scheduler_name}]
-    name = (pod.get("metadata") or {}).get("name") or (pod.get("metadata") or {}).get(
-        "generateName", ""
-    )
+    name = metadata.get("name") or metadata.get("generateName", "")
     log.info("routing pod %s/%s to %s: %s", namespace, name, rules.scheduler_name, decision.reason)
     return Review(uid, patch=patch)
 
@@ -107,7 +109,16 @@ async def _mutate(request: web.Request) -> web.Response:
     except BodyError as exc:
         answer = Review("", warning=f"volsched routing: {exc}; pod left unchanged")
         return web.json_response(answer.body())
-    answer = review(body, webhook.cluster, webhook.rules)
+    try:
+        answer = review(body, webhook.cluster, webhook.rules)
+    except Exception as exc:
+        # Fail open with an answer the API server takes, never a 500 and a traceback.
+        log.error("admission review failed: %s: %s", type(exc).__name__, exc)
+        request_uid = body.get("request", {}).get("uid") if isinstance(body, dict) else None
+        answer = Review(
+            request_uid if isinstance(request_uid, str) else "",
+            warning="volsched routing: the webhook failed; pod left unchanged",
+        )
     webhook.reviewed += 1
     webhook.routed += bool(answer.patch)
     return web.json_response(answer.body())

@@ -243,6 +243,73 @@ async def test_claims_created_later_are_seen(
     assert patched_scheduler(answer) == "volsched"
 
 
+def with_object(changes: Raw) -> Raw:
+    """A Pod AdmissionReview whose pod has fields replaced (``a.b`` paths)."""
+    body = admission(pod([ephemeral("replicated")]), uid="u")
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        target = body["request"]
+        for part in parents:
+            target = target[part] if not part.isdigit() else target[int(part)]
+        target[last] = value
+    return body
+
+
+@pytest.mark.parametrize(
+    ("changes", "warning"),
+    [
+        ({"object.metadata": []}, "request.object.metadata is not an object"),
+        ({"object.metadata": "web"}, "request.object.metadata is not an object"),
+        ({"object.metadata.labels": ["a"]}, "request.object.metadata.labels is not an object"),
+        ({"object.metadata.namespace": 3}, "request.object.metadata.namespace is not a string"),
+        ({"object.spec": "x"}, "request.object.spec is not an object"),
+        ({"object.spec.schedulerName": {}}, "request.object.spec.schedulerName is not a string"),
+        ({"object.spec.volumes": {}}, "request.object.spec.volumes is not a list"),
+        ({"object.spec.volumes": [1]}, "request.object.spec.volumes[0] is not an object"),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate": []},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate": "c"},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral": ["c"]},
+            "request.object.spec.volumes[0].ephemeral is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate.spec": 1},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate.spec is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate.spec.storageClassName": 1},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate.spec.storageClassName"
+            " is not a string",
+        ),
+        (
+            {"object.spec.volumes.0.persistentVolumeClaim": "db-data"},
+            "request.object.spec.volumes[0].persistentVolumeClaim is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.persistentVolumeClaim": {"claimName": 1}},
+            "request.object.spec.volumes[0].persistentVolumeClaim.claimName is not a string",
+        ),
+        ({"namespace": ["shop"]}, "request.namespace is not a string"),
+    ],
+)
+async def test_a_pod_of_the_wrong_shape_is_allowed_with_a_warning(
+    webhook: tuple[Webhook, RoutingWebhook], changes: Raw, warning: str
+) -> None:
+    client, _ = webhook
+    status, answer = await client.post(with_object(changes))
+    assert status == 200
+    assert answer["response"]["uid"] == "u"
+    assert answer["response"]["allowed"] is True
+    assert "patch" not in answer["response"]
+    assert answer["response"]["warnings"] == [f"volsched routing: {warning}; pod left unchanged"]
+
+
 @pytest.mark.parametrize(
     ("body", "raw", "warning"),
     [
