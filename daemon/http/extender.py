@@ -58,6 +58,14 @@ class ExtenderSettings:
     scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER})
 
 
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    """The binding cycle running for a pod: the node it binds to, its answer."""
+
+    node: str
+    outcome: asyncio.Future[dict[str, Any]]
+
+
 class Extender:
     def __init__(
         self,
@@ -74,7 +82,7 @@ class Extender:
         self.pods = pods
         self.settings = settings
         self.leading = leading
-        self._binds: set[asyncio.Future[bool]] = set()
+        self._binding: dict[str, _Binding] = {}
 
     # -- decoding --------------------------------------------------------------------
 
@@ -206,12 +214,26 @@ class Extender:
         self._check_served(pod)
         if uid and pod.meta.uid and uid != pod.meta.uid:
             return {"Error": f"pod {namespace}/{name} has uid {pod.meta.uid}, not {uid}"}
+        running = self._binding.get(pod.meta.key)
+        if running is None:
+            # One binding cycle per pod: the calls that come while it runs (kube-scheduler
+            # retrying, a second replica of it) wait for it and get its answer. It runs
+            # to its end even if kube-scheduler stops waiting: a cycle cut in the middle
+            # would leave half-written volumes behind.
+            running = _Binding(node, asyncio.ensure_future(self._bind_once(pod, node)))
+            self._binding[pod.meta.key] = running
+            running.outcome.add_done_callback(lambda _: self._binding.pop(pod.meta.key, None))
+        elif running.node != node:
+            return {"Error": f"pod {pod.meta.key} is already being bound to node {running.node}"}
+        return dict(await asyncio.shield(running.outcome))
+
+    async def _bind_once(self, pod: Pod, node: str) -> dict[str, Any]:
         if pod.node_name:
             if pod.node_name == node:
                 return {"Error": ""}
-            return {"Error": f"pod {namespace}/{name} is already assigned to node {pod.node_name}"}
+            return {"Error": f"pod {pod.meta.key} is already assigned to node {pod.node_name}"}
         if pod.meta.key in self.scheduler.cluster.assumed_pods:
-            return {"Error": f"pod {namespace}/{name} is already being bound"}
+            return {"Error": f"pod {pod.meta.key} is already being bound"}
         if self.refresh_claims is not None:
             # kube-scheduler's own VolumeBinding may have prebound the claims moments
             # ago (its PreBind runs before the extender's bind): read them fresh so a
@@ -222,18 +244,13 @@ class Extender:
         decision = self.scheduler.find_node(pod, only={node})
         if node not in decision.scores:
             reasons = "; ".join(decision.filtered.get(node, [])) or decision.message or "infeasible"
-            return {"Error": f"node {node} cannot take pod {namespace}/{name}: {reasons}"}
+            return {"Error": f"node {node} cannot take pod {pod.meta.key}: {reasons}"}
         decision.node = node
         self.scheduler.commit(decision)
         if decision.node is None:
             return {"Error": decision.message or f"reserving {node} failed"}
-        # The binding cycle runs to its end even if kube-scheduler stops waiting: a cycle
-        # cut in the middle would leave half-written volumes behind.
-        task = asyncio.ensure_future(self.bind(decision))
-        self._binds.add(task)
-        task.add_done_callback(self._binds.discard)
-        bound = await asyncio.shield(task)
-        return {"Error": "" if bound else f"binding {namespace}/{name} to {node} failed"}
+        bound = await self.bind(decision)
+        return {"Error": "" if bound else f"binding {pod.meta.key} to {node} failed"}
 
     def preempt(self, body: Mapping[str, Any]) -> dict[str, Any]:
         pod = self._pod(body)

@@ -3,6 +3,7 @@ kube-scheduler sends them (Nodes and NodeNames forms, Go field names)."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import io
 import json
@@ -126,6 +127,41 @@ async def test_bind_runs_the_full_binding_cycle(cluster: Cluster) -> None:
         {"PodName": "web", "PodNamespace": "default", "PodUID": "", "Node": "node-2"},
     )
     assert status == 200 and "already assigned to node node-1" in result["Error"]
+
+
+async def test_concurrent_binds_of_one_pod_run_one_binding_cycle(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    web = kube_pod(cluster, "web")
+    body = {
+        "PodName": "web",
+        "PodNamespace": "default",
+        "PodUID": web["metadata"]["uid"],
+        "Node": "node-1",
+    }
+    cluster.server.faults.reset()
+    answers = await asyncio.gather(*(post(daemon, "bind", body) for _ in range(6)))
+    assert answers == [(200, {"Error": ""})] * 6
+    assert len(cluster.server.faults.requests("POST", r"/binding$")) == 1
+    assert cluster.node_of("web") == "node-1"
+    claim_writes = cluster.server.faults.requests("PUT", r"/persistentvolumes/pv-1$")
+    assert len(claim_writes) == 1
+
+
+@pytest.mark.parametrize("controllers", [ControllerSettings(pv_bind_delay_seconds=1.0)])
+async def test_a_bind_to_another_node_while_one_runs_is_refused(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    daemon = await setup(cluster)
+    first = {"PodName": "web", "PodNamespace": "default", "Node": "node-1"}
+    running = asyncio.ensure_future(post(daemon, "bind", first))
+    await eventually(lambda: "default/web" in daemon.cluster.assumed_pods, what="cycle running")
+    assert await post(daemon, "bind", {**first, "Node": "node-2"}) == (
+        200,
+        {"Error": "pod default/web is already being bound to node node-1"},
+    )
+    assert await running == (200, {"Error": ""})
+    assert len(cluster.server.faults.requests("POST", r"/binding$")) == 1
+    assert cluster.node_of("web") == "node-1"
 
 
 async def test_bind_leaves_the_scheduled_event_to_kube_scheduler(cluster: Cluster) -> None:
