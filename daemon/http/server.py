@@ -195,11 +195,12 @@ async def serve(
     address: str,
     ssl_context: ssl.SSLContext | None = None,
     limits: ConnectionLimits | None = None,
+    setting: str = "http.address",
 ) -> web.AppRunner:
     """Start serving on ``host:port``; the caller owns the runner (and its cleanup).
 
     A host that does not resolve or a port already taken is a ``ConfigError`` naming
-    the address, so ``volsched run`` says so in one line.
+    the setting and the address, so the command says so in one line.
     """
     host, _, port = address.rpartition(":")
     limits = descriptor_bound(limits or ConnectionLimits())
@@ -223,7 +224,7 @@ async def serve(
     except (OSError, socket.gaierror) as exc:
         await runner.cleanup()
         problem = exc.strerror or str(exc)
-        raise ConfigError(f"http.address: cannot listen on {address}: {problem}") from None
+        raise ConfigError(f"{setting}: cannot listen on {address}: {problem}") from None
     return runner
 
 

@@ -175,7 +175,10 @@ class RoutingWebhook:
         if self.tls is not None:
             self._tasks.append(asyncio.create_task(self.tls.watch(), name="tls reload"))
         runner = await serve(
-            self.app(), address, ssl_context=self.tls.context if self.tls is not None else None
+            self.app(),
+            address,
+            ssl_context=self.tls.context if self.tls is not None else None,
+            setting="webhook.address",
         )
         self._runner = runner
         return bound_port(runner)

@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from tests.integration.conftest import ROOT, Cluster, eventually
+from volsched.cache.errors import ConfigError
 from volsched.daemon.http.tls_files import ReloadingTLS
 from volsched.daemon.http.webhook import RoutingWebhook
 from volsched.daemon.kube.client import KubeClient
@@ -400,6 +401,20 @@ async def test_half_written_files_keep_the_old_certificate(
     assert server.tls.reloads == 0
     status, _ = await client.post(admission(pod([])))
     assert status == 200
+
+
+async def test_a_port_in_use_is_one_error_naming_the_setting(
+    webhook: tuple[Webhook, RoutingWebhook], cluster: Cluster
+) -> None:
+    address = webhook[0].url.removeprefix("https://")
+    client = await KubeClient.connect(str(cluster.kubeconfig))
+    second = RoutingWebhook(client, RULES, None)
+    try:
+        with pytest.raises(ConfigError, match=f"^webhook.address: cannot listen on {address}: "):
+            await second.start(address)
+    finally:
+        await second.stop()
+        await client.close()
 
 
 def test_the_command_needs_a_certificate(tmp_path: Path) -> None:
