@@ -7,11 +7,11 @@ EMFILE and asyncio logged a traceback for each attempt, and probes timed out. He
 listening sockets are read by volsched itself, and a connection is counted from the
 ``accept()`` that made its descriptor until that descriptor is closed:
 
-- at most ``max_connections`` are open, those being closed included; at the limit, when
-  a connection waits in the kernel's backlog, the one idle the longest (still in its TLS
-  handshake, still sending its headers, or between requests) is closed to make room, so
-  the kubelet's next probe gets in; when every one is serving a request, newcomers wait
-  in the backlog until one closes or falls idle;
+- at most ``max_connections`` are open (and at most ``ROOM_BATCH`` more whose close has
+  not landed yet); at the limit, when a connection waits in the kernel's backlog, the one
+  idle the longest (still in its TLS handshake, still sending its headers, or between
+  requests) is closed to make room, so the kubelet's next probe gets in; when every one
+  is serving a request, newcomers wait in the backlog until one closes or falls idle;
 - the TLS handshake and the first request's headers must arrive within
   ``header_timeout_seconds`` of the accept (later requests: aiohttp's keep-alive timeout);
 - an ``accept()`` that fails (out of descriptors because of something else) closes a
@@ -162,7 +162,7 @@ class BoundedListener(asyncio.AbstractServer):
         self._ssl = ssl_context
         self.limits = limits
         # Open connections, the least recently active first, and those closed to make
-        # room whose descriptors are not closed yet (since when): both count.
+        # room whose descriptors are not closed yet (since when): at most ROOM_BATCH.
         self.open: OrderedDict[_Connection, None] = OrderedDict()
         self._closing: dict[_Connection, float] = {}
         self._reading = False
@@ -201,9 +201,7 @@ class BoundedListener(asyncio.AbstractServer):
 
     def close(self) -> None:
         self._serving = False
-        self._read(False)
-        if self._retry is not None:
-            self._retry.cancel()
+        self._pause()
         for sock in self._sockets:
             sock.close()
         for connection in [*self.open, *self._closing]:
@@ -227,15 +225,24 @@ class BoundedListener(asyncio.AbstractServer):
             else:
                 self.loop.remove_reader(sock.fileno())
 
-    def _counted(self) -> int:
-        """Connections holding a descriptor, as far as this listener knows."""
+    def _pause(self, retry_seconds: float | None = None) -> None:
+        """Stop accepting until a connection is released, or ``retry_seconds`` pass."""
+        self._read(False)
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
+        if retry_seconds is not None:
+            self._retry = self.loop.call_later(retry_seconds, self._read, True)
+
+    def _closes_in_flight(self) -> int:
+        """Connections closed to make room whose descriptors are not closed yet."""
         now = self.loop.time()
         # A close lands within a turn or two of the loop; one that never reports back
         # must not hold its place for ever.
         for connection, since in list(self._closing.items()):
             if now - since > CLOSE_GRACE_SECONDS:
                 del self._closing[connection]
-        return len(self.open) + len(self._closing)
+        return len(self._closing)
 
     def _waiting(self, listening: socket.socket) -> bool:
         """Whether a connection waits in the kernel's backlog to be accepted."""
@@ -254,18 +261,18 @@ class BoundedListener(asyncio.AbstractServer):
 
     def _accept(self, listening: socket.socket) -> None:
         for _ in range(ACCEPT_BATCH):
-            if self._counted() >= self.limits.max_connections:
+            if len(self.open) >= self.limits.max_connections:
                 if not self._waiting(listening):
                     return  # nobody to make room for
-                if not self._closing:
-                    freed = self._make_room(1)
-                    if freed:
-                        self._full.add(freed)
-                    else:  # every one is serving a request: look again shortly
-                        self._retry = self.loop.call_later(BUSY_RETRY_SECONDS, self._read, True)
-                # Until closes land and release() resumes, the kernel's backlog waits.
-                self._read(False)
-                return
+                if self._closes_in_flight() >= ROOM_BATCH:
+                    self._pause()  # until those land
+                    return
+                if not self._make_room(1):
+                    # Every one is serving a request: newcomers wait in the kernel's
+                    # backlog until one closes or, looked at shortly, is idle.
+                    self._pause(BUSY_RETRY_SECONDS)
+                    return
+                self._full.add(1)
             try:
                 sock, _ = listening.accept()
             except (BlockingIOError, InterruptedError):
@@ -277,9 +284,8 @@ class BoundedListener(asyncio.AbstractServer):
                 # waits) drains at once, and resume as the closes land (release);
                 # if nothing can be closed, try again a while later.
                 self._accept_failed.add(1, exc.strerror or exc)
-                self._read(False)
-                if not self._closing and not self._make_room(ROOM_BATCH):
-                    self._retry = self.loop.call_later(ACCEPT_RETRY_SECONDS, self._read, True)
+                freed = self._closing or self._make_room(ROOM_BATCH)
+                self._pause(None if freed else ACCEPT_RETRY_SECONDS)
                 return
             sock.setblocking(False)
             connection = _Connection(self, self._factory())
@@ -318,8 +324,7 @@ class BoundedListener(asyncio.AbstractServer):
     def release(self, connection: _Connection) -> None:
         self.open.pop(connection, None)
         self._closing.pop(connection, None)
-        if self._counted() < self.limits.max_connections:
-            self._read(True)
+        self._read(True)
 
 
 async def listening_sockets(host: str, port: int, backlog: int = 128) -> list[socket.socket]:

@@ -132,6 +132,12 @@ class OneLineLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         return msg, kwargs
 
 
+# Connections the kernel holds for the listener to accept. A full queue drops the next
+# SYN, and the client (the kubelet's probe) tries again only a second later; a deep one
+# lets a burst of connections wait their turn instead (the kernel caps it at somaxconn).
+BACKLOG = 1024
+
+
 class BoundedSite(BaseSite):
     """A TCP site whose connections are counted and bounded from their accept
     (``listening.BoundedListener``)."""
@@ -144,7 +150,7 @@ class BoundedSite(BaseSite):
         limits: ConnectionLimits,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        super().__init__(runner, ssl_context=ssl_context, backlog=128)
+        super().__init__(runner, ssl_context=ssl_context, backlog=BACKLOG)
         self._host = host
         self._port = port
         self._limits = limits

@@ -185,8 +185,9 @@ async def test_idle_connections_leave_livez_answering(
     assert result["connected"] > LIMIT
     assert result["statuses"] == [200] * len(result["statuses"])
     assert max(result["seconds"]) < 1.0
-    # At most http.maxConnections (256) of them, counted until their descriptors close.
-    assert most <= before + 256 + 16
+    # At most http.maxConnections (256) of them, and 16 whose close has not landed; a few
+    # more for what the daemon opens meanwhile (the API server, the database).
+    assert most <= before + 256 + 16 + 8
     assert "Too many open files" not in log and "Traceback" not in log
     assert log.count("idle connection(s) closed since last said, to stay within 256") <= 2
 
