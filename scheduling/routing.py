@@ -98,6 +98,64 @@ def _template_class(cluster: ClusterCache, volume: Mapping[str, Any]) -> str:
     return default.name if default is not None else ""
 
 
+_TYPES: dict[type, str] = {dict: "an object", list: "a list", str: "a string"}
+
+
+def _wrong(value: Any, expected: type, where: str) -> str | None:
+    """Why ``value`` is not of the type the API server gives the field, or None (absent
+    and null are fine: the field is optional)."""
+    if value is None or isinstance(value, expected):
+        return None
+    return f"{where} is not {_TYPES[expected]}"
+
+
+def _volume_problem(volume: Any, where: str) -> str | None:
+    if not isinstance(volume, dict):
+        return f"{where} is not an object"
+    claim = volume.get("persistentVolumeClaim")
+    ephemeral = volume.get("ephemeral")
+    template = ephemeral.get("volumeClaimTemplate") if isinstance(ephemeral, dict) else None
+    template_spec = template.get("spec") if isinstance(template, dict) else None
+    return (
+        _wrong(volume.get("name"), str, f"{where}.name")
+        or _wrong(claim, dict, f"{where}.persistentVolumeClaim")
+        or _wrong((claim or {}).get("claimName"), str, f"{where}.persistentVolumeClaim.claimName")
+        or _wrong(ephemeral, dict, f"{where}.ephemeral")
+        or _wrong(template, dict, f"{where}.ephemeral.volumeClaimTemplate")
+        or _wrong(template_spec, dict, f"{where}.ephemeral.volumeClaimTemplate.spec")
+        or _wrong(
+            (template_spec or {}).get("storageClassName"),
+            str,
+            f"{where}.ephemeral.volumeClaimTemplate.spec.storageClassName",
+        )
+    )
+
+
+def pod_shape_problem(pod: Mapping[str, Any], where: str = "object") -> str | None:
+    """Why the pod cannot be read, or None: every field the routing decision reads must
+    have the type the API server gives it. A real API server has decoded the pod before
+    calling a webhook, so only a caller that is not one sends anything else."""
+    metadata = pod.get("metadata")
+    spec = pod.get("spec")
+    problem = (
+        _wrong(metadata, dict, f"{where}.metadata")
+        or _wrong(spec, dict, f"{where}.spec")
+        or _wrong((metadata or {}).get("labels"), dict, f"{where}.metadata.labels")
+        or _wrong((metadata or {}).get("namespace"), str, f"{where}.metadata.namespace")
+        or _wrong((metadata or {}).get("name"), str, f"{where}.metadata.name")
+        or _wrong((metadata or {}).get("generateName"), str, f"{where}.metadata.generateName")
+        or _wrong((spec or {}).get("schedulerName"), str, f"{where}.spec.schedulerName")
+        or _wrong((spec or {}).get("volumes"), list, f"{where}.spec.volumes")
+    )
+    if problem is not None:
+        return problem
+    for index, volume in enumerate((spec or {}).get("volumes") or []):
+        problem = _volume_problem(volume, f"{where}.spec.volumes[{index}]")
+        if problem is not None:
+            return problem
+    return None
+
+
 def _left_alone(pod: Mapping[str, Any], rules: RoutingRules) -> Routing | None:
     """Why the pod's volumes do not matter (not a pod spec, opted out, another scheduler's),
     or None when they decide."""

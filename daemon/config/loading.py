@@ -133,9 +133,8 @@ def settings_from_data(
         else DEFAULT_DATABASE_PATH
     )
     database = read.section("database", {"path"})
-    http = read.section(
-        "http", {"address", "authentication", "maxConnections", "idleTimeoutSeconds"}
-    )
+    limits = {"maxConnections", "idleTimeoutSeconds", "headerTimeoutSeconds"}
+    http = read.section("http", {"address", "authentication", *limits})
     address = http.string("address", DEFAULT_HTTP_ADDRESS) or DEFAULT_HTTP_ADDRESS
     host = address_problem(address)
     if host is not None:
@@ -167,6 +166,7 @@ def settings_from_data(
         ),
         max_connections=http.integer("maxConnections", 256, 1, 65536),
         idle_timeout_seconds=http.number("idleTimeoutSeconds", 30.0, 0.1, 3600),
+        header_timeout_seconds=http.number("headerTimeoutSeconds", 10.0, 0.1, 3600),
     )
     backoff = read.section("backoff", {"initialSeconds", "maxSeconds"})
     initial = backoff.number("initialSeconds", 1.0, 0.001, 3600)

@@ -13,13 +13,11 @@ from volsched.scheduling.policy import PolicySpec, parse_policy
 
 def load_policy_file(path: str) -> PolicySpec:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     try:
-        data = loads_bounded(text)
+        data = loads_bounded(raw)
     except JsonLimitError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except json.JSONDecodeError as exc:

@@ -97,6 +97,7 @@ class HttpSettings:
     authentication: AuthSettings = field(default_factory=AuthSettings)
     max_connections: int = 256
     idle_timeout_seconds: float = 30.0
+    header_timeout_seconds: float = 10.0  # TLS handshake and first request headers
 
 
 @dataclass(frozen=True, slots=True)

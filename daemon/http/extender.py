@@ -23,8 +23,9 @@ from typing import Any
 from aiohttp import web
 
 from volsched.cache.errors import ObjectError
-from volsched.cache.json_limits import JsonLimitError, loads_bounded
 from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
+from volsched.daemon.http.extender_wire import BadRequest, Victims, field, preemption_candidates
+from volsched.daemon.http.reading import BodyError, read_json
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.pod_changes import remove_pod
@@ -42,10 +43,6 @@ VOLUME_PLUGINS = frozenset(
 )
 
 
-class BadRequest(Exception):
-    """The request body is not what kube-scheduler sends."""
-
-
 class Forbidden(Exception):
     """The pod belongs to a scheduler volsched does not serve."""
 
@@ -61,15 +58,12 @@ class ExtenderSettings:
     scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER})
 
 
-def field(body: Mapping[str, Any], name: str) -> Any:
-    """A Go-decoded field: exact name first, then any spelling that differs in case."""
-    if name in body:
-        return body[name]
-    lowered = name.lower()
-    for key, value in body.items():
-        if isinstance(key, str) and key.lower() == lowered:
-            return value
-    return None
+@dataclass(frozen=True, slots=True)
+class _Binding:
+    """The binding cycle running for a pod: the node it binds to, its answer."""
+
+    node: str
+    outcome: asyncio.Future[dict[str, Any]]
 
 
 class Extender:
@@ -88,7 +82,7 @@ class Extender:
         self.pods = pods
         self.settings = settings
         self.leading = leading
-        self._binds: set[asyncio.Future[bool]] = set()
+        self._binding: dict[str, _Binding] = {}
 
     # -- decoding --------------------------------------------------------------------
 
@@ -220,12 +214,26 @@ class Extender:
         self._check_served(pod)
         if uid and pod.meta.uid and uid != pod.meta.uid:
             return {"Error": f"pod {namespace}/{name} has uid {pod.meta.uid}, not {uid}"}
+        running = self._binding.get(pod.meta.key)
+        if running is None:
+            # One binding cycle per pod: the calls that come while it runs (kube-scheduler
+            # retrying, a second replica of it) wait for it and get its answer. It runs
+            # to its end even if kube-scheduler stops waiting: a cycle cut in the middle
+            # would leave half-written volumes behind.
+            running = _Binding(node, asyncio.ensure_future(self._bind_once(pod, node)))
+            self._binding[pod.meta.key] = running
+            running.outcome.add_done_callback(lambda _: self._binding.pop(pod.meta.key, None))
+        elif running.node != node:
+            return {"Error": f"pod {pod.meta.key} is already being bound to node {running.node}"}
+        return dict(await asyncio.shield(running.outcome))
+
+    async def _bind_once(self, pod: Pod, node: str) -> dict[str, Any]:
         if pod.node_name:
             if pod.node_name == node:
                 return {"Error": ""}
-            return {"Error": f"pod {namespace}/{name} is already assigned to node {pod.node_name}"}
+            return {"Error": f"pod {pod.meta.key} is already assigned to node {pod.node_name}"}
         if pod.meta.key in self.scheduler.cluster.assumed_pods:
-            return {"Error": f"pod {namespace}/{name} is already being bound"}
+            return {"Error": f"pod {pod.meta.key} is already being bound"}
         if self.refresh_claims is not None:
             # kube-scheduler's own VolumeBinding may have prebound the claims moments
             # ago (its PreBind runs before the extender's bind): read them fresh so a
@@ -236,50 +244,26 @@ class Extender:
         decision = self.scheduler.find_node(pod, only={node})
         if node not in decision.scores:
             reasons = "; ".join(decision.filtered.get(node, [])) or decision.message or "infeasible"
-            return {"Error": f"node {node} cannot take pod {namespace}/{name}: {reasons}"}
+            return {"Error": f"node {node} cannot take pod {pod.meta.key}: {reasons}"}
         decision.node = node
         self.scheduler.commit(decision)
         if decision.node is None:
             return {"Error": decision.message or f"reserving {node} failed"}
-        # The binding cycle runs to its end even if kube-scheduler stops waiting: a cycle
-        # cut in the middle would leave half-written volumes behind.
-        task = asyncio.ensure_future(self.bind(decision))
-        self._binds.add(task)
-        task.add_done_callback(self._binds.discard)
-        bound = await asyncio.shield(task)
-        return {"Error": "" if bound else f"binding {namespace}/{name} to {node} failed"}
+        bound = await self.bind(decision)
+        return {"Error": "" if bound else f"binding {pod.meta.key} to {node} failed"}
 
     def preempt(self, body: Mapping[str, Any]) -> dict[str, Any]:
         pod = self._pod(body)
-        meta = field(body, "NodeNameToMetaVictims")
-        victims = field(body, "NodeNameToVictims")
-        if meta is None and victims is None:
-            raise BadRequest("NodeNameToVictims or NodeNameToMetaVictims is required")
-        candidates: dict[str, Any] = {}
-        if isinstance(meta, Mapping):
-            candidates.update(meta)
-        elif isinstance(victims, Mapping):
-            for node, entry in victims.items():
-                pods = (field(entry, "Pods") or []) if isinstance(entry, Mapping) else []
-                candidates[node] = {
-                    "Pods": [
-                        {"UID": ((p.get("metadata") or {}).get("uid") or "")}
-                        for p in pods
-                        if isinstance(p, Mapping)
-                    ],
-                    "NumPDBViolations": field(entry, "NumPDBViolations") or 0,
-                }
-        else:
-            raise BadRequest("NodeNameToMetaVictims must be an object")
+        candidates = preemption_candidates(body)
         decision = self.scheduler.find_node(pod, only=set(candidates))
         kept = {}
-        for node, entry in candidates.items():
-            if not self._eviction_can_help(decision, node, entry):
+        for node, victims in candidates.items():
+            if not self._eviction_can_help(decision, node, victims):
                 continue  # evicting pods cannot move this pod's data, labels or taints
-            kept[node] = entry
+            kept[node] = victims.wire()
         return {"NodeNameToMetaVictims": kept}
 
-    def _eviction_can_help(self, decision: Decision, node: str, entry: Any) -> bool:
+    def _eviction_can_help(self, decision: Decision, node: str, victims: Victims) -> bool:
         """The PostFilter's rule on volumes: a node a volume plugin rejects is no
         candidate, whether it did so at filter time or only once the proposed victims
         are gone (a volume reason hidden behind "Insufficient cpu": evicting pods never
@@ -289,9 +273,8 @@ class Extender:
         info = self.scheduler.cluster.nodes.get(node)
         if info is None or node not in decision.filtered:
             return True
-        pods = field(entry, "Pods") if isinstance(entry, Mapping) else None
-        uids = {str(field(p, "UID") or "") for p in (pods or []) if isinstance(p, Mapping)}
-        leaving = [other for other in info.pods.values() if other.meta.uid in uids - {""}]
+        uids = set(victims.uids) - {""}
+        leaving = [other for other in info.pods.values() if other.meta.uid in uids]
         profile = self.scheduler.profile
         checks = active_filters(profile, decision.state)
         without = clone_node(info, [other.meta.key for other in leaving])
@@ -313,23 +296,11 @@ def extender_routes(extender: Extender) -> list[web.RouteDef]:
         async def handle(request: web.Request) -> web.Response:
             try:
                 try:
-                    raw = await asyncio.wait_for(request.read(), settings.body_timeout_seconds)
-                except TimeoutError:
-                    return web.json_response(
-                        {
-                            "Error": f"request body not received within "
-                            f"{settings.body_timeout_seconds:g}s"
-                        },
-                        status=408,
+                    body = await read_json(
+                        request, settings.max_body_bytes, settings.body_timeout_seconds
                     )
-                if len(raw) > settings.max_body_bytes:
-                    raise BadRequest(f"request body larger than {settings.max_body_bytes} bytes")
-                try:
-                    body = loads_bounded(raw)
-                except JsonLimitError as exc:
-                    raise BadRequest(f"request body rejected: {exc}") from None
-                except (ValueError, UnicodeDecodeError) as exc:
-                    raise BadRequest(f"request body is not JSON: {exc}") from None
+                except BodyError as exc:
+                    return web.json_response({"Error": str(exc)}, status=exc.status)
                 if not isinstance(body, dict):
                     raise BadRequest("request body must be a JSON object")
                 result = verb(body)
@@ -343,8 +314,6 @@ def extender_routes(extender: Extender) -> list[web.RouteDef]:
                 return web.json_response({"Error": str(exc).splitlines()[0]}, status=400)
             except Forbidden as exc:
                 return web.json_response({"Error": str(exc)}, status=403)
-            except web.HTTPRequestEntityTooLarge:
-                return web.json_response({"Error": "request body too large"}, status=400)
             except TimeoutError:
                 return web.json_response(
                     {"Error": f"no answer within {settings.deadline_seconds:g}s"}, status=200

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import socket
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +25,7 @@ from aiohttp.web_runner import BaseSite
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from volsched.cache.errors import ConfigError
+from volsched.daemon.http.listening import BoundedListener, ConnectionLimits, listening_sockets
 
 log = logging.getLogger("volsched.http")
 
@@ -130,102 +132,105 @@ class OneLineLogger(logging.LoggerAdapter):  # type: ignore[type-arg]
         return msg, kwargs
 
 
-class _Refused(asyncio.Protocol):
-    """Answers a connection beyond the limit by closing it at once (its descriptor is
-    freed immediately, so probes keep getting through)."""
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        if isinstance(transport, asyncio.Transport):
-            transport.abort()
-        else:
-            transport.close()
+# Connections the kernel holds for the listener to accept. A full queue drops the next
+# SYN, and the client (the kubelet's probe) tries again only a second later; a deep one
+# lets a burst of connections wait their turn instead (the kernel caps it at somaxconn).
+BACKLOG = 1024
 
 
 class BoundedSite(BaseSite):
-    """A TCP site that holds at most ``max_connections`` connections open."""
+    """A TCP site whose connections are counted and bounded from their accept
+    (``listening.BoundedListener``)."""
 
     def __init__(
         self,
         runner: web.AppRunner,
         host: str,
         port: int,
-        max_connections: int,
+        limits: ConnectionLimits,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        super().__init__(runner, ssl_context=ssl_context, backlog=128)
+        super().__init__(runner, ssl_context=ssl_context, backlog=BACKLOG)
         self._host = host
         self._port = port
-        self._max = max_connections
-        self._refused = 0
+        self._limits = limits
+        self.listener: BoundedListener | None = None
 
     @property
     def name(self) -> str:
         scheme = "https" if self._ssl_context else "http"
         return f"{scheme}://{self._host}:{self._port}"
 
-    def _protocol(self) -> asyncio.BaseProtocol:
-        server = self._runner.server
-        assert server is not None
-        connections = server.connections
-        if len(connections) >= self._max:
-            # Make room by closing the oldest connection that is not serving a request
-            # (idle, or still trickling its headers): a flood of idle sockets must not
-            # keep the kubelet's next /livez probe out.
-            idle = next(
-                (c for c in connections if not getattr(c, "_request_in_progress", False)), None
-            )
-            if idle is None:
-                self._refused += 1
-                if self._refused in (1, 10, 100) or self._refused % 1000 == 0:
-                    log.warning("connection limit %d reached: refused %d", self._max, self._refused)
-                return _Refused()
-            idle.force_close()
-        return server()
-
     async def start(self) -> None:
         await super().start()
-        loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._protocol,
-            self._host,
-            self._port,
-            ssl=self._ssl_context,
-            backlog=self._backlog,
-            reuse_address=True,
-        )
+        server = self._runner.server
+        assert server is not None
+        sockets = await listening_sockets(self._host, self._port, self._backlog)
+        self.listener = BoundedListener(sockets, server, self._ssl_context, self._limits)
+        self._server = self.listener
+        await self.listener.start_serving()
+
+    async def stop(self) -> None:
+        if self.listener is not None:
+            self.listener.close()
+            await self.listener.wait_closed()
+        await super().stop()
+
+
+def descriptor_bound(limits: ConnectionLimits) -> ConnectionLimits:
+    """The limits, with ``max_connections`` lowered to what the process's descriptor
+    limit leaves room for (a quarter of it, at least 64, kept for everything else)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return limits
+    room = soft - max(64, soft // 4)
+    if limits.max_connections <= room:
+        return limits
+    log.warning(
+        "http.maxConnections is %d but the process may open %d descriptors: "
+        "serving at most %d connections",
+        limits.max_connections,
+        soft,
+        max(room, 1),
+    )
+    return replace(limits, max_connections=max(room, 1))
 
 
 async def serve(
     app: web.Application,
     address: str,
     ssl_context: ssl.SSLContext | None = None,
-    max_connections: int = 256,
-    idle_timeout_seconds: float = 30.0,
+    limits: ConnectionLimits | None = None,
+    setting: str = "http.address",
 ) -> web.AppRunner:
     """Start serving on ``host:port``; the caller owns the runner (and its cleanup).
 
     A host that does not resolve or a port already taken is a ``ConfigError`` naming
-    the address, so ``volsched run`` says so in one line.
+    the setting and the address, so the command says so in one line.
     """
     host, _, port = address.rpartition(":")
+    limits = descriptor_bound(limits or ConnectionLimits())
     runner = web.AppRunner(
         app,
         handle_signals=False,
         access_log=None,
         shutdown_timeout=5.0,
-        keepalive_timeout=idle_timeout_seconds,
+        keepalive_timeout=limits.idle_timeout_seconds,
+        # Bodies are inflated where they are read, with their size bounded (http.reading).
+        auto_decompress=False,
+        # A body refused unread (too large, unauthenticated) is not read on for seconds
+        # after the answer: the connection closes once the answer is sent.
+        lingering_time=0,
         logger=OneLineLogger(logging.getLogger("volsched.http.protocol"), {}),
     )
     await runner.setup()
-    site = BoundedSite(
-        runner, host.strip("[]") or "127.0.0.1", int(port), max_connections, ssl_context
-    )
+    site = BoundedSite(runner, host.strip("[]") or "127.0.0.1", int(port), limits, ssl_context)
     try:
         await site.start()
     except (OSError, socket.gaierror) as exc:
         await runner.cleanup()
         problem = exc.strerror or str(exc)
-        raise ConfigError(f"http.address: cannot listen on {address}: {problem}") from None
+        raise ConfigError(f"{setting}: cannot listen on {address}: {problem}") from None
     return runner
 
 

@@ -9,6 +9,7 @@ from volsched.cache.errors import ConfigError
 from volsched.daemon.config.overrides import is_loopback
 from volsched.daemon.config.settings import HttpSettings
 from volsched.daemon.http.auth import Reviewer, auth_middleware
+from volsched.daemon.http.listening import ConnectionLimits
 from volsched.daemon.http.server import HealthChecks, health_app, serve
 from volsched.daemon.http.tls import serving_context
 from volsched.daemon.kube.client import KubeClient
@@ -21,6 +22,9 @@ async def serve_daemon_http(
     routes: list[web.RouteDef],
 ) -> web.AppRunner:
     auth = settings.authentication
+    limits = ConnectionLimits(
+        settings.max_connections, settings.idle_timeout_seconds, settings.header_timeout_seconds
+    )
     if not auth.enabled:
         if not is_loopback(settings.address):
             # Settings built in code skip the file checks; this one must hold anyway.
@@ -29,18 +33,12 @@ async def serve_daemon_http(
                 f"not {settings.address}"
             )
         app = health_app(checks, routes)
-        return await serve(
-            app,
-            settings.address,
-            max_connections=settings.max_connections,
-            idle_timeout_seconds=settings.idle_timeout_seconds,
-        )
+        return await serve(app, settings.address, limits=limits)
     reviewer = Reviewer(client, auth.cache_ttl_seconds)
     app = health_app(checks, routes, middlewares=[auth_middleware(reviewer)])
     return await serve(
         app,
         settings.address,
         ssl_context=serving_context(auth, settings.address),
-        max_connections=settings.max_connections,
-        idle_timeout_seconds=settings.idle_timeout_seconds,
+        limits=limits,
     )

@@ -35,12 +35,19 @@ from volsched.cache.objects.core import DEFAULT_SCHEDULER
 from volsched.daemon.config.loading import parse_duration
 from volsched.daemon.config.settings import WebhookSettings
 from volsched.daemon.http.admission_lookup import look_up
-from volsched.daemon.http.server import bound_port
+from volsched.daemon.http.reading import BodyError, read_json
+from volsched.daemon.http.server import bound_port, serve
 from volsched.daemon.http.tls_files import ReloadingTLS
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
-from volsched.scheduling.routing import Routing, RoutingRules, decide_routing, unknown_objects
+from volsched.scheduling.routing import (
+    Routing,
+    RoutingRules,
+    decide_routing,
+    pod_shape_problem,
+    unknown_objects,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +60,8 @@ MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit for a pod
 # request's ``timeout`` parameter; the read never takes more than half of that, so the
 # answer still arrives in time.
 LOOKUP_TIMEOUT_SECONDS = WebhookSettings().lookup_timeout_seconds
+# How long a client may take to send its body.
+BODY_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +122,11 @@ def read_review(body: Any) -> Admission | Review:
         return Review(uid, warning="volsched routing: the request holds no Pod; left unchanged")
     if request.get("operation", "CREATE") != "CREATE":
         return Review(uid)
+    problem = pod_shape_problem(pod, "request.object")
+    if problem is None and not isinstance(request.get("namespace") or "", str):
+        problem = "request.namespace is not a string"
+    if problem is not None:
+        return Review(uid, warning=f"volsched routing: {problem}; pod left unchanged")
     namespace = (
         request.get("namespace") or (pod.get("metadata") or {}).get("namespace") or "default"
     )
@@ -144,12 +158,21 @@ def lookup_deadline(timeout_parameter: str | None, configured_seconds: float) ->
 async def _mutate(request: web.Request) -> web.Response:
     webhook = request.app[WEBHOOK]
     try:
-        body = await request.json(loads=json.loads)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        warning = "volsched routing: the request body is not JSON; pod left unchanged"
-        return web.json_response(Review("", warning=warning).body())
+        body = await read_json(request, MAX_BODY_BYTES, BODY_TIMEOUT_SECONDS)
+    except BodyError as exc:
+        answer = Review("", warning=f"volsched routing: {exc}; pod left unchanged")
+        return web.json_response(answer.body())
     deadline = lookup_deadline(request.query.get("timeout"), webhook.lookup_timeout_seconds)
-    reviewed = await webhook.review(body, deadline)
+    try:
+        reviewed = await webhook.review(body, deadline)
+    except Exception as exc:
+        # Fail open with an answer the API server takes, never a 500 and a traceback.
+        log.error("admission review failed: %s: %s", type(exc).__name__, exc)
+        request_uid = body.get("request", {}).get("uid") if isinstance(body, dict) else None
+        reviewed = Review(
+            request_uid if isinstance(request_uid, str) else "",
+            warning="volsched routing: the webhook failed; pod left unchanged",
+        )
     return web.json_response(reviewed.body())
 
 
@@ -260,18 +283,12 @@ class RoutingWebhook:
             self._tasks.append(asyncio.create_task(watcher.run(), name=f"watch {watcher.kind}"))
         if self.tls is not None:
             self._tasks.append(asyncio.create_task(self.tls.watch(), name="tls reload"))
-        host, _, port = address.rpartition(":")
-        runner = web.AppRunner(
-            self.app(), handle_signals=False, access_log=None, shutdown_timeout=5.0
-        )
-        await runner.setup()
-        site = web.TCPSite(
-            runner,
-            host.strip("[]") or "127.0.0.1",
-            int(port),
+        runner = await serve(
+            self.app(),
+            address,
             ssl_context=self.tls.context if self.tls is not None else None,
+            setting="webhook.address",
         )
-        await site.start()
         self._runner = runner
         return bound_port(runner)
 

@@ -39,6 +39,7 @@ def pod_with(cpu: str) -> str:
         (load_policy_file, DEEP.encode(), "nested deeper than"),
         (load_policy_file, b'{"priorities": [{"weight": 1' + b"0" * 5000 + b"}]}", "number"),
         (load_policy_file, b"\xc3\x28", "not UTF-8"),
+        (load_policy_file, b"[" + b"{}," * 5_000_000 + b"{}]", "MiB to decode, more than"),
         (lambda p: load_snapshot([p]), DEEP.encode(), "nested"),
         (lambda p: load_snapshot([p]), b"\x80abc", "UTF-8"),
         (lambda p: load_snapshot([p]), pod_with("1" * 5000).encode(), "longer than"),

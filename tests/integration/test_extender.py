@@ -3,7 +3,11 @@ kube-scheduler sends them (Nodes and NodeNames forms, Go field names)."""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import io
+import json
+import zlib
 from typing import Any
 
 import aiohttp
@@ -43,11 +47,17 @@ async def setup(cluster: Cluster) -> Daemon:
     return daemon
 
 
-async def post(daemon: Daemon, verb: str, body: Any, raw: bytes | None = None) -> tuple[int, Any]:
+async def post(
+    daemon: Daemon,
+    verb: str,
+    body: Any,
+    raw: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
     url = f"http://127.0.0.1:{daemon.http_port}/scheduler/{verb}"
     async with aiohttp.ClientSession() as session:
         kwargs: dict[str, Any] = {"data": io.BytesIO(raw)} if raw is not None else {"json": body}
-        async with session.post(url, **kwargs) as response:
+        async with session.post(url, headers=headers, **kwargs) as response:
             return response.status, await response.json()
 
 
@@ -119,6 +129,41 @@ async def test_bind_runs_the_full_binding_cycle(cluster: Cluster) -> None:
     assert status == 200 and "already assigned to node node-1" in result["Error"]
 
 
+async def test_concurrent_binds_of_one_pod_run_one_binding_cycle(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    web = kube_pod(cluster, "web")
+    body = {
+        "PodName": "web",
+        "PodNamespace": "default",
+        "PodUID": web["metadata"]["uid"],
+        "Node": "node-1",
+    }
+    cluster.server.faults.reset()
+    answers = await asyncio.gather(*(post(daemon, "bind", body) for _ in range(6)))
+    assert answers == [(200, {"Error": ""})] * 6
+    assert len(cluster.server.faults.requests("POST", r"/binding$")) == 1
+    assert cluster.node_of("web") == "node-1"
+    claim_writes = cluster.server.faults.requests("PUT", r"/persistentvolumes/pv-1$")
+    assert len(claim_writes) == 1
+
+
+@pytest.mark.parametrize("controllers", [ControllerSettings(pv_bind_delay_seconds=1.0)])
+async def test_a_bind_to_another_node_while_one_runs_is_refused(
+    cluster: Cluster, controllers: ControllerSettings
+) -> None:
+    daemon = await setup(cluster)
+    first = {"PodName": "web", "PodNamespace": "default", "Node": "node-1"}
+    running = asyncio.ensure_future(post(daemon, "bind", first))
+    await eventually(lambda: "default/web" in daemon.cluster.assumed_pods, what="cycle running")
+    assert await post(daemon, "bind", {**first, "Node": "node-2"}) == (
+        200,
+        {"Error": "pod default/web is already being bound to node node-1"},
+    )
+    assert await running == (200, {"Error": ""})
+    assert len(cluster.server.faults.requests("POST", r"/binding$")) == 1
+    assert cluster.node_of("web") == "node-1"
+
+
 async def test_bind_leaves_the_scheduled_event_to_kube_scheduler(cluster: Cluster) -> None:
     """kube-scheduler records `Scheduled` itself once an extender has bound the pod, so
     volsched's `/bind` records none: the pod shows one `Scheduled` event, not two."""
@@ -160,6 +205,67 @@ async def test_preempt_drops_nodes_ruled_out_by_volumes(cluster: Cluster) -> Non
     }
 
 
+@pytest.mark.parametrize(
+    ("victims", "error"),
+    [
+        ({"NodeNameToVictims": {"n1": {"Pods": 5}}}, "NodeNameToVictims['n1'].Pods must be a list"),
+        ({"NodeNameToVictims": {"n1": [1, 2]}}, "NodeNameToVictims['n1'] must be an object"),
+        ({"NodeNameToVictims": {"n1": "x"}}, "NodeNameToVictims['n1'] must be an object"),
+        ({"NodeNameToVictims": {"n1": {"Pods": [1]}}}, "NodeNameToVictims['n1'].Pods[0] must be"),
+        (
+            {"NodeNameToVictims": {"n1": {"Pods": [{"metadata": []}]}}},
+            "NodeNameToVictims['n1'].Pods[0].metadata must be an object",
+        ),
+        (
+            {"NodeNameToVictims": {"n1": {"Pods": [{"metadata": {"uid": 7}}]}}},
+            "the pod's UID must be a string",
+        ),
+        (
+            {"NodeNameToVictims": {"n1": {"Pods": [], "NumPDBViolations": "2"}}},
+            "NodeNameToVictims['n1'].NumPDBViolations must be an integer",
+        ),
+        ({"NodeNameToVictims": [1]}, "NodeNameToVictims must be an object"),
+        ({"NodeNameToMetaVictims": {"n1": {"Pods": 5}}}, "NodeNameToMetaVictims['n1'].Pods"),
+        ({"NodeNameToMetaVictims": {"n1": None}}, "NodeNameToMetaVictims['n1'] must be"),
+        ({"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": []}]}}}, "UID must be a string"),
+        (
+            {"NodeNameToMetaVictims": {"n1": {"NumPDBViolations": 1.5}}},
+            "NumPDBViolations must be an integer",
+        ),
+        (
+            {"NodeNameToMetaVictims": {"n1": {"NumPDBViolations": 2**64}}},
+            "NumPDBViolations is out of range",
+        ),
+        ({"NodeNameToMetaVictims": "all"}, "NodeNameToMetaVictims must be an object"),
+    ],
+)
+async def test_preempt_arguments_of_the_wrong_shape_get_400(
+    cluster: Cluster, victims: Raw, error: str
+) -> None:
+    daemon = await setup(cluster)
+    status, result = await post(daemon, "preempt", {"Pod": kube_pod(cluster, "web"), **victims})
+    assert status == 400
+    assert error in result["Error"] and "\n" not in result["Error"]
+
+
+async def test_preempt_reads_whole_victim_pods(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    body = {
+        "Pod": kube_pod(cluster, "web"),
+        "NodeNameToVictims": {
+            "node-1": {"Pods": [{"metadata": {"uid": "a"}}, {"metadata": {}}]},
+            "node-2": {"Pods": [{"metadata": {"uid": "b"}}], "NumPDBViolations": 1},
+        },
+    }
+    status, result = await post(daemon, "preempt", body)
+    assert status == 200
+    assert result == {
+        "NodeNameToMetaVictims": {
+            "node-1": {"Pods": [{"UID": "a"}, {"UID": ""}], "NumPDBViolations": 0}
+        }
+    }
+
+
 @pytest.mark.parametrize("controllers", [ControllerSettings(pv_bind_delay_seconds=5.0)])
 async def test_bind_outlasting_the_call_deadline_still_completes(
     cluster: Cluster, controllers: ControllerSettings
@@ -197,6 +303,8 @@ async def test_bind_outlasting_the_call_deadline_still_completes(
         (None, b'{"Pod": {}, "NodeNames": [], "x": 1' + b"0" * 5000 + b"}", "a number longer"),
         (None, b'{"Pod": "\xff\xfe"}', "not UTF-8 text"),
         (None, b"0\x000\x80", "not UTF-8 text"),
+        (None, b"[" + b"{}," * 5_000_000 + b"{}]", "MiB to decode, more than the 64 MiB"),
+        (None, b'["' + b"\xf0\x9f\x98\x80" * 4_000_000 + b'"]', "MiB to decode"),
     ],
 )
 async def test_bad_requests_get_400_with_one_line(
@@ -207,6 +315,42 @@ async def test_bad_requests_get_400_with_one_line(
     assert status == 400
     assert error in result["Error"]
     assert "\n" not in result["Error"]
+
+
+GZIPPED_SPACES = gzip.compress(b"{" + b" " * (20 * 1024 * 1024) + b"}")
+
+
+@pytest.mark.parametrize(
+    ("encoding", "raw", "error"),
+    [
+        ("gzip", b'{"Pod": {}}', "request body is not valid gzip data"),
+        ("gzip", gzip.compress(b'{"Pod": {}}')[:-9], "request body is not valid gzip data"),
+        ("deflate", b"\x78\x9c not deflate", "request body is not valid deflate data"),
+        ("gzip", GZIPPED_SPACES, "too large: more than 16,777,216 bytes once gzip is undone"),
+        ("gzip", gzip.compress(b"{}") + b"junk", "bytes after the end of the gzip data"),
+        ("br", b"\x0b\x01\x80{}\x03", "Content-Encoding 'br' is not accepted"),
+        ("gzip, gzip", b"", "Content-Encoding 'gzip, gzip' is not accepted"),
+    ],
+)
+async def test_a_body_not_encoded_as_it_says_gets_400(
+    cluster: Cluster, encoding: str, raw: bytes, error: str
+) -> None:
+    daemon = await setup(cluster)
+    for verb in ("filter", "prioritize", "bind", "preempt"):
+        status, result = await post(daemon, verb, None, raw, {"Content-Encoding": encoding})
+        assert (status, verb) == (400, verb)
+        assert error in result["Error"] and "\n" not in result["Error"]
+
+
+async def test_a_gzipped_body_is_read(cluster: Cluster) -> None:
+    daemon = await setup(cluster)
+    body = {"Pod": kube_pod(cluster, "web"), "NodeNames": ["node-1", "node-2"]}
+    for encoding, raw in (
+        ("gzip", gzip.compress(json.dumps(body).encode())),
+        ("deflate", zlib.compress(json.dumps(body).encode())),
+    ):
+        status, result = await post(daemon, "filter", None, raw, {"Content-Encoding": encoding})
+        assert status == 200 and result["NodeNames"] == ["node-1"]
 
 
 async def test_pods_of_schedulers_not_served_are_refused(cluster: Cluster) -> None:

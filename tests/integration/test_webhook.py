@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gzip
+import io
 import json
 import logging
 import ssl
@@ -20,6 +22,7 @@ import aiohttp
 import pytest
 
 from tests.integration.conftest import ROOT, Cluster, eventually
+from volsched.cache.errors import ConfigError
 from volsched.daemon.http.tls_files import ReloadingTLS
 from volsched.daemon.http.webhook import RoutingWebhook, lookup_deadline
 from volsched.daemon.kube.client import KubeClient
@@ -149,14 +152,16 @@ class Webhook:
         self.url = url
         self.ssl = ssl.create_default_context(cafile=str(cafile))
 
-    async def post(self, body: Any, raw: bytes | None = None) -> tuple[int, Raw]:
+    async def post(
+        self, body: Any, raw: bytes | None = None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Raw]:
         data = raw if raw is not None else json.dumps(body).encode()
         async with (
             aiohttp.ClientSession() as session,
             session.post(
                 self.url + "/mutate-pods" + API_SERVER_TIMEOUT,
-                data=data,
-                headers={"Content-Type": "application/json"},
+                data=io.BytesIO(data),
+                headers={"Content-Type": "application/json", **(headers or {})},
                 ssl=self.ssl,
             ) as response,
         ):
@@ -330,6 +335,73 @@ def test_the_read_takes_at_most_half_the_api_servers_timeout() -> None:
     assert lookup_deadline("soon", 1.5) == 1.5
 
 
+def with_object(changes: Raw) -> Raw:
+    """A Pod AdmissionReview whose pod has fields replaced (``a.b`` paths)."""
+    body = admission(pod([ephemeral("replicated")]), uid="u")
+    for path, value in changes.items():
+        *parents, last = path.split(".")
+        target = body["request"]
+        for part in parents:
+            target = target[part] if not part.isdigit() else target[int(part)]
+        target[last] = value
+    return body
+
+
+@pytest.mark.parametrize(
+    ("changes", "warning"),
+    [
+        ({"object.metadata": []}, "request.object.metadata is not an object"),
+        ({"object.metadata": "web"}, "request.object.metadata is not an object"),
+        ({"object.metadata.labels": ["a"]}, "request.object.metadata.labels is not an object"),
+        ({"object.metadata.namespace": 3}, "request.object.metadata.namespace is not a string"),
+        ({"object.spec": "x"}, "request.object.spec is not an object"),
+        ({"object.spec.schedulerName": {}}, "request.object.spec.schedulerName is not a string"),
+        ({"object.spec.volumes": {}}, "request.object.spec.volumes is not a list"),
+        ({"object.spec.volumes": [1]}, "request.object.spec.volumes[0] is not an object"),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate": []},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate": "c"},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral": ["c"]},
+            "request.object.spec.volumes[0].ephemeral is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate.spec": 1},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate.spec is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.ephemeral.volumeClaimTemplate.spec.storageClassName": 1},
+            "request.object.spec.volumes[0].ephemeral.volumeClaimTemplate.spec.storageClassName"
+            " is not a string",
+        ),
+        (
+            {"object.spec.volumes.0.persistentVolumeClaim": "db-data"},
+            "request.object.spec.volumes[0].persistentVolumeClaim is not an object",
+        ),
+        (
+            {"object.spec.volumes.0.persistentVolumeClaim": {"claimName": 1}},
+            "request.object.spec.volumes[0].persistentVolumeClaim.claimName is not a string",
+        ),
+        ({"namespace": ["shop"]}, "request.namespace is not a string"),
+    ],
+)
+async def test_a_pod_of_the_wrong_shape_is_allowed_with_a_warning(
+    webhook: tuple[Webhook, RoutingWebhook], changes: Raw, warning: str
+) -> None:
+    client, _ = webhook
+    status, answer = await client.post(with_object(changes))
+    assert status == 200
+    assert answer["response"]["uid"] == "u"
+    assert answer["response"]["allowed"] is True
+    assert "patch" not in answer["response"]
+    assert answer["response"]["warnings"] == [f"volsched routing: {warning}; pod left unchanged"]
+
+
 @pytest.mark.parametrize(
     ("body", "raw", "warning"),
     [
@@ -366,6 +438,32 @@ async def test_a_malformed_request_is_allowed_with_a_warning(
     assert any(warning in text for text in answer["response"]["warnings"])
 
 
+@pytest.mark.parametrize(
+    ("raw", "headers", "warning"),
+    [
+        (b"{}", {"Content-Encoding": "gzip"}, "request body is not valid gzip data"),
+        (b"{}", {"Content-Encoding": "br"}, "Content-Encoding 'br' is not accepted"),
+        (
+            gzip.compress(b" " * (4 * 1024 * 1024)),
+            {"Content-Encoding": "gzip"},
+            "too large: more than 3,145,728 bytes once gzip is undone",
+        ),
+        (b" " * (4 * 1024 * 1024), {}, "too large: more than 3,145,728 bytes"),
+        (b"[" + b"{}," * 1_000_000 + b"{}]", {}, "MiB to decode, more than the 64 MiB allowed"),
+    ],
+)
+async def test_a_body_it_cannot_read_is_allowed_with_a_warning(
+    webhook: tuple[Webhook, RoutingWebhook], raw: bytes, headers: dict[str, str], warning: str
+) -> None:
+    client, _ = webhook
+    status, answer = await client.post(None, raw, headers)
+    assert status == 200
+    assert answer["response"]["allowed"] is True
+    assert "patch" not in answer["response"]
+    (text,) = answer["response"]["warnings"]
+    assert warning in text and "\n" not in text
+
+
 async def test_rotated_certificate_is_served(
     webhook: tuple[Webhook, RoutingWebhook], tmp_path: Path
 ) -> None:
@@ -394,6 +492,20 @@ async def test_half_written_files_keep_the_old_certificate(
     assert server.tls.reloads == 0
     status, _ = await client.post(admission(pod([])))
     assert status == 200
+
+
+async def test_a_port_in_use_is_one_error_naming_the_setting(
+    webhook: tuple[Webhook, RoutingWebhook], cluster: Cluster
+) -> None:
+    address = webhook[0].url.removeprefix("https://")
+    client = await KubeClient.connect(str(cluster.kubeconfig))
+    second = RoutingWebhook(client, RULES, None)
+    try:
+        with pytest.raises(ConfigError, match=f"^webhook.address: cannot listen on {address}: "):
+            await second.start(address)
+    finally:
+        await second.stop()
+        await client.close()
 
 
 def test_the_command_needs_a_certificate(tmp_path: Path) -> None:

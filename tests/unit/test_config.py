@@ -62,6 +62,10 @@ def test_authentication_may_be_off_on_loopback(address: str) -> None:
         ),
         ({"http": {"maxConnections": 0}}, "c.yaml: http.maxConnections: must be between 1"),
         (
+            {"http": {"headerTimeoutSeconds": 0}},
+            "c.yaml: http.headerTimeoutSeconds: must be between 0.1",
+        ),
+        (
             {"extender": {"schedulerNames": "volsched"}},
             "c.yaml: extender.schedulerNames: must be a list",
         ),
