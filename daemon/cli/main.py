@@ -39,7 +39,7 @@ from volsched.daemon.cli.report import (
 )
 from volsched.daemon.cli.snapshot_files import load_snapshot
 from volsched.daemon.config.loading import load_settings
-from volsched.daemon.config.overrides import apply_overrides
+from volsched.daemon.config.overrides import address_problem, apply_overrides
 from volsched.daemon.config.policy_file import load_policy_file
 from volsched.daemon.config.settings import Settings
 from volsched.scheduling.framework.profile import Profile
@@ -213,6 +213,10 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     _configure_logging(args.verbose)
     hook = settings.webhook
+    if args.address is not None:
+        problem = address_problem(args.address)
+        if problem is not None:
+            raise ConfigError(f"--address: {problem}")
     cert_file = args.cert_file or hook.cert_file
     key_file = args.key_file or hook.key_file
     if not cert_file or not key_file:
