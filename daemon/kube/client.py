@@ -19,19 +19,25 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
 
-from volsched.cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
+from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
+from volsched.daemon.kube.kubeconfig import (
+    check_kubeconfig,
+    check_tls_setup,
+    credentials_error,
+    server_problem,
+)
 from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
 
 Raw = dict[str, Any]
@@ -103,32 +109,6 @@ def _error(status: int, body: bytes | str) -> ApiError:
     return ApiError(status, message)
 
 
-def _check_kubeconfig(path: str) -> None:
-    """The file's shape, checked before kubernetes-asyncio reads it: its loader raises
-    TypeError or AttributeError on an empty or odd file."""
-
-    def fail(problem: str) -> ConfigError:
-        return ConfigError(f"{path}: cannot load Kubernetes credentials: {problem}")
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise fail(exc.strerror or str(exc)) from None
-    except UnicodeDecodeError:
-        raise fail("not UTF-8 text") from None
-    try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError):
-        raise fail("not valid YAML") from None
-    if not isinstance(data, dict):
-        raise fail("the file is empty or not a YAML mapping")
-    for key in ("clusters", "contexts", "users"):
-        if not isinstance(data.get(key) or [], list):
-            raise fail(f"{key} must be a list")
-    if not data.get("clusters"):
-        raise fail("no clusters defined")
-
-
 class KubeClient:
     """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
 
@@ -162,7 +142,8 @@ class KubeClient:
         and the process runs in a pod."""
         configuration = k8s_client.Configuration()
         if kubeconfig:
-            _check_kubeconfig(kubeconfig)
+            check_kubeconfig(kubeconfig)
+        where = kubeconfig or "in-cluster service account"
         try:
             if kubeconfig:
                 await k8s_config.load_kube_config(
@@ -172,10 +153,24 @@ class KubeClient:
                 )
             else:
                 k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            where = kubeconfig or "in-cluster service account"
-            raise ConfigError(f"{where}: cannot load Kubernetes credentials: {exc}") from None
-        return cls(k8s_client.ApiClient(configuration=configuration))
+        except (
+            ConfigException,
+            OSError,
+            ValueError,
+            TypeError,
+            KeyError,
+            AttributeError,
+            AssertionError,
+        ) as exc:
+            raise credentials_error(where, str(exc) or type(exc).__name__) from None
+        problem = server_problem(str(configuration.host or ""))
+        if problem is not None:
+            raise credentials_error(where, f"server: {problem}")
+        try:
+            api_client = k8s_client.ApiClient(configuration=configuration)
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise check_tls_setup(where, exc) from None
+        return cls(api_client)
 
     def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
         """The same connection, sending only ``writer``'s writes — and, with ``leading``,
