@@ -318,16 +318,26 @@ class Store:
         self._queued()
 
     async def journal_pending(self) -> list[JournalEntry]:
-        """Open entries, oldest first (a closed one whose row waits for a flush is not)."""
+        """Open entries, oldest first (a closed one whose row waits for a flush is not).
+
+        A row that does not decode (see ``rows``) is left out, logged with why, and
+        removed with the next flush: nothing can finish or undo an intent that cannot be
+        read, and it must not stop the others from being recovered. (What it had
+        written is still recorded in the API objects, where recovery finds it.)"""
         self._check_open()
         # Under the write lock: a flush deleting closed entries is either done or undone.
         async with self._write_lock:
             try:
                 async with self._journal_engine.connect() as connection:
-                    entries = await journal_sql.select_entries(connection)
+                    entries, unreadable = await journal_sql.select_entries(connection)
             except SQLAlchemyError as error:
                 raise store_error(self.path, "reading the journal", error) from None
             closing = set(self._pending.journal_closes)
+        for entry_id, problem in unreadable:
+            log.warning("database %s: %s; skipping and removing the entry", self.path, problem)
+            if entry_id is not None and entry_id not in closing:
+                self._pending.close_journal_entry(entry_id)
+                self._queued()
         entries = [entry for entry in entries if entry.id not in closing]
         self._open_entries = {entry.id for entry in entries}
         return entries
