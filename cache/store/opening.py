@@ -56,6 +56,9 @@ class OpenResult:
 class PreparedFile:
     result: OpenResult
     revision: str
+    # What is wrong in a file kept in place, that the daemon works around (a journal
+    # entry it skips, a snapshot it does not use), one line each.
+    tolerated: tuple[str, ...] = ()
 
 
 class _BadContent(Exception):
@@ -118,10 +121,26 @@ def migrate(path: str | os.PathLike[str]) -> str:
     return check_and_migrate(path).revision
 
 
-def check_and_migrate(path: str | os.PathLike[str]) -> PreparedFile:
+def check_and_migrate(
+    path: str | os.PathLike[str], clock: Callable[[], float] = time.time
+) -> PreparedFile:
     """``migrate`` with the verdict: whether the file was healthy, and if not, why and
-    where it went."""
-    return prepare_file(Path(path).absolute())
+    where it went.
+
+    Every row is decoded too (``checking``), so a file the daemon's first load would
+    move aside is moved aside here, for the same reason."""
+    from volsched.cache.store.checking import check_file
+
+    file = Path(path).absolute()
+    prepared = prepare_file(file, clock)
+    report = check_file(file)
+    reason = report.first_rebuild_reason
+    if reason is None:
+        tolerated = tuple(f"{p.what} ({p.consequence})" for p in report.problems)
+        return PreparedFile(prepared.result, prepared.revision, tolerated)
+    moved_to = move_aside(file, clock, reason)
+    again = prepare_file(file, clock)
+    return PreparedFile(OpenResult("rebuilt", moved_to, reason), again.revision)
 
 
 # -- the checks -----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from tests.store.damage import (
     healthy_store,
 )
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.store import Store
+from volsched.cache.store import Store, check_file
 from volsched.daemon.watch.cache_sync import CacheSync
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import WatchSettings
@@ -89,6 +89,7 @@ async def test_a_damaged_store_is_rebuilt_or_worked_around_never_crashed_on(
         assert sync.opened.state == "rebuilt"
         assert sync.opened.moved_to is not None and Path(sync.opened.moved_to).exists()
         assert not sync.cluster.nodes and journal == []
+        assert check_file(path).healthy
         return
     assert sync.opened.state == "warm"
     assert "node-1" in sync.cluster.nodes
