@@ -90,6 +90,19 @@ def environment_configures_http(environ: Mapping[str, str]) -> bool:
     return Path(netrc).is_file()
 
 
+def _decoded(data: bytes, what: str) -> Any:
+    """A response body or watch line decoded; one that does not decode (not JSON, a
+    number past Python's 4,300 digits, nesting past its recursion limit) is an
+    ``ApiError``, which the watches retry, never an exception that ends them."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ApiError(0, f"{what}: the response is nested too deeply to read") from None
+    except ValueError as exc:
+        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else "a number too long"
+        raise ApiError(0, f"{what}: the response is not JSON that can be read: {problem}") from None
+
+
 def _error(status: int, body: bytes | str) -> ApiError:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     message = text.strip()
@@ -224,7 +237,7 @@ class KubeClient:
             data = await response.read()
             if not 200 <= response.status <= 299:
                 raise _error(response.status, data)
-        decoded = json.loads(data) if data else {}
+        decoded = _decoded(data, f"{method} {path}") if data else {}
         if not isinstance(decoded, dict):
             raise ApiError(response.status, f"{method} {path}: unexpected response body")
         return decoded
@@ -307,10 +320,15 @@ class KubeClient:
                 async for line in response.content:
                     if not line.strip():
                         continue
-                    event = json.loads(line)
+                    event = _decoded(line, f"watch {kind}")
+                    if not isinstance(event, dict):
+                        raise ApiError(0, f"watch {kind}: an event that is not a JSON object")
                     if event.get("type") == "ERROR":
-                        status = event.get("object") or {}
-                        code = int(status.get("code") or 500)
+                        status = event.get("object")
+                        status = status if isinstance(status, dict) else {}
+                        code = status.get("code")
+                        if isinstance(code, bool) or not isinstance(code, int):
+                            code = 500
                         raise _error(code, json.dumps(status))
                     yield event
             except (aiohttp.ServerTimeoutError, TimeoutError):
