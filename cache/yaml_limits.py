@@ -194,7 +194,9 @@ def describe(error: yaml.YAMLError, what: str = "YAML") -> str:
     mark = getattr(error, "problem_mark", None)
     where = f"at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-    if isinstance(error, _Beyond):
+    if "nesting depth" in problem:  # libyaml's own limit, deeper than ours
+        problem = f"nested deeper than {MAX_DEPTH} levels"
+    if isinstance(error, _Beyond) or "nesting depth" in str(getattr(error, "problem", "")):
         return f"{problem} ({where})" if where else problem
     return f"not valid {what} {where}: {problem}" if where else f"not valid {what}: {problem}"
 
