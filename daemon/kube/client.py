@@ -19,25 +19,16 @@ from __future__ import annotations
 import builtins
 import json
 import os
-import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.config.config_exception import ConfigException
 
 from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.kube.kubeconfig import (
-    check_kubeconfig,
-    check_tls_setup,
-    credentials_error,
-    server_problem,
-)
+from volsched.daemon.kube.kubeconfig import api_client
 from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
 
 Raw = dict[str, Any]
@@ -103,6 +94,22 @@ def _decoded(data: bytes, what: str) -> Any:
         raise ApiError(0, f"{what}: the response is not JSON that can be read: {problem}") from None
 
 
+def _watch_event(line: bytes, kind: str) -> Raw:
+    """One line of a watch stream; an ERROR event (a 410 above all) is raised as the
+    status it carries."""
+    event = _decoded(line, f"watch {kind}")
+    if not isinstance(event, dict):
+        raise ApiError(0, f"watch {kind}: an event that is not a JSON object")
+    if event.get("type") == "ERROR":
+        status = event.get("object")
+        status = status if isinstance(status, dict) else {}
+        code = status.get("code")
+        if isinstance(code, bool) or not isinstance(code, int):
+            code = 500
+        raise _error(code, json.dumps(status))
+    return event
+
+
 def _error(status: int, body: bytes | str) -> ApiError:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     message = text.strip()
@@ -153,37 +160,7 @@ class KubeClient:
     async def connect(cls, kubeconfig: str | None) -> KubeClient:
         """From a kubeconfig file, or the in-cluster service account when none is given
         and the process runs in a pod."""
-        configuration = k8s_client.Configuration()
-        if kubeconfig:
-            check_kubeconfig(kubeconfig)
-        where = kubeconfig or "in-cluster service account"
-        try:
-            if kubeconfig:
-                await k8s_config.load_kube_config(
-                    config_file=kubeconfig,
-                    client_configuration=configuration,
-                    persist_config=False,
-                )
-            else:
-                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (
-            ConfigException,
-            OSError,
-            ValueError,
-            TypeError,
-            KeyError,
-            AttributeError,
-            AssertionError,
-        ) as exc:
-            raise credentials_error(where, str(exc) or type(exc).__name__) from None
-        problem = server_problem(str(configuration.host or ""))
-        if problem is not None:
-            raise credentials_error(where, f"server: {problem}")
-        try:
-            api_client = k8s_client.ApiClient(configuration=configuration)
-        except (ssl.SSLError, OSError, ValueError) as exc:
-            raise check_tls_setup(where, exc) from None
-        return cls(api_client)
+        return cls(await api_client(kubeconfig))
 
     def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
         """The same connection, sending only ``writer``'s writes — and, with ``leading``,
@@ -320,17 +297,7 @@ class KubeClient:
                 async for line in response.content:
                     if not line.strip():
                         continue
-                    event = _decoded(line, f"watch {kind}")
-                    if not isinstance(event, dict):
-                        raise ApiError(0, f"watch {kind}: an event that is not a JSON object")
-                    if event.get("type") == "ERROR":
-                        status = event.get("object")
-                        status = status if isinstance(status, dict) else {}
-                        code = status.get("code")
-                        if isinstance(code, bool) or not isinstance(code, int):
-                            code = 500
-                        raise _error(code, json.dumps(status))
-                    yield event
+                    yield _watch_event(line, kind)
             except (aiohttp.ServerTimeoutError, TimeoutError):
                 # The read deadline: a live stream sends events or bookmarks well within it.
                 raise ApiError(

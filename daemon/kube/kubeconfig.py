@@ -1,4 +1,5 @@
-"""Checking a kubeconfig before kubernetes-asyncio reads it, and the server it names.
+"""Loading a kubeconfig: checked before kubernetes-asyncio reads it, and the server it
+names checked after.
 
 kubernetes-asyncio's loader fails on odd files with an AssertionError, a TypeError or an
 AttributeError, accepts a server of any scheme (a ``gopher://`` one is then retried
@@ -17,8 +18,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
 from volsched.cache.errors import ConfigError
 from volsched.cache.yaml_limits import YamlLimitError, load_one
+
+# What kubernetes-asyncio's loaders raise on a file they cannot use (an AssertionError
+# for a cluster without a server, a TypeError or AttributeError for an odd shape).
+_LOADER_ERRORS = (
+    ConfigException,
+    OSError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    AssertionError,
+)
 
 
 def credentials_error(where: str, problem: str) -> ConfigError:
@@ -121,6 +138,28 @@ def _certificate_problem(value: object) -> str | None:
     return None
 
 
-def check_tls_setup(where: str, error: Exception) -> ConfigError:
-    """The error for certificate or key data that TLS refused when the client was made."""
-    return credentials_error(where, f"its certificates or keys cannot be used: {error}")
+async def api_client(kubeconfig: str | None) -> Any:
+    """kubernetes-asyncio's ``ApiClient`` from a kubeconfig file, or the in-cluster
+    service account when none is given; every problem one ``ConfigError``."""
+    configuration = k8s_client.Configuration()
+    if kubeconfig:
+        check_kubeconfig(kubeconfig)
+    where = kubeconfig or "in-cluster service account"
+    try:
+        if kubeconfig:
+            await k8s_config.load_kube_config(
+                config_file=kubeconfig, client_configuration=configuration, persist_config=False
+            )
+        else:
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except _LOADER_ERRORS as exc:
+        raise credentials_error(where, str(exc) or type(exc).__name__) from None
+    # The server the loader settled on, the in-cluster one too.
+    problem = server_problem(str(configuration.host or ""))
+    if problem is not None:
+        raise credentials_error(where, f"server: {problem}")
+    try:
+        return k8s_client.ApiClient(configuration=configuration)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        # Certificate or key data that TLS refuses, found when the client is made.
+        raise credentials_error(where, f"its certificates or keys cannot be used: {exc}") from None
