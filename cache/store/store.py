@@ -42,7 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import StoreError
 from volsched.cache.store import journal as journal_sql
-from volsched.cache.store import schema
+from volsched.cache.store import rows, schema
 from volsched.cache.store.connecting import create_store_engine
 from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
 from volsched.cache.store.group_commit import EntryToOpen, GroupCommit
@@ -277,9 +277,9 @@ class Store:
         return await self._opening.open(EntryToOpen(pod, node, body, state))
 
     async def _insert_entries(self, entries: list[EntryToOpen]) -> list[int]:
-        rows = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
+        values = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
         async with self._journal_write("opening a journal entry") as connection:
-            ids = await journal_sql.insert_entries(connection, rows, self._clock())
+            ids = await journal_sql.insert_entries(connection, values, self._clock())
         self._open_entries.update(ids)
         return ids
 
@@ -402,9 +402,9 @@ class Store:
         table = schema.resume_points
         try:
             async with self._engine.connect() as connection:
-                rows = await connection.execute(sa.select(table.c.kind, table.c.resource_version))
-                return {str(kind): str(version) for kind, version in rows}
-        except SQLAlchemyError:
+                found = await connection.execute(sa.select(table.c.kind, table.c.resource_version))
+                return dict(rows.resume_row(kind, version) for kind, version in found)
+        except (SQLAlchemyError, rows.BadRow):
             return {}
 
     async def write_snapshot(self, fingerprint: str, parts: Iterable[bytes]) -> int:

@@ -110,3 +110,22 @@ async def test_a_damaged_store_is_rebuilt_or_worked_around_never_crashed_on(
         assert any("skipping a malformed object" in m and damage.says in m for m in said)
     if damage.outcome in (DROPPED, DISCARDED):
         assert set(sync.cluster.pods) == {"ns/p"}
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
+async def test_the_resume_points_peeked_before_the_load_are_text_or_none(
+    tmp_path: Path, damage: Damage
+) -> None:
+    """The watches open on the resume points before the load judges the file: a point
+    that is not text is no point at all, never a watch resumed from b'\\x00\\xff'."""
+    path = tmp_path / "volsched.db"
+    await healthy_store(path, clock)
+    damage.apply(path)
+    store, _ = await Store.open(str(path), clock=clock)
+    try:
+        points = await store.peek_resume_points()
+    finally:
+        await store.close()
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in points.items())
+    if "resume" in damage.name or "resource version" in damage.name:
+        assert points == {}
