@@ -135,9 +135,7 @@ def _decode_layers(object_rows: Rows, assumed_rows: Rows, freeze: bool) -> tuple
 
 def _decode(table: str, stored: Rows) -> Layer:
     layer: Layer = {}
-    decode = rows.object_row
-    for row in stored:
-        kind, key, decoded = decode(table, *row)
+    for kind, key, decoded in rows.object_rows(table, stored):
         by_key = layer.get(kind)
         if by_key is None:
             by_key = layer[kind] = {}
