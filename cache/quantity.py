@@ -4,6 +4,12 @@ A quantity is a signed decimal number with an optional suffix: binary (Ki … Ei
 SI (n u m k M G T P E) or a decimal exponent (``1e3``, ``1.5E-2``).  Values are kept as
 ``Fraction`` so ``0.1`` stays exact; the scheduler then rounds up the way the API machinery
 does (``Value()`` and ``MilliValue()`` round away from zero to the next integer).
+
+A quantity is bounded as the API machinery bounds it: its value is read into an int64
+(``Value()``), so a magnitude above 2^63 - 1 is refused, however it is written — a
+string, a YAML integer of a hundred digits, a float such as ``1e300`` — except with a
+binary suffix, which upstream caps at 2^63 - 1 (``8Ei`` reads as 2^63 - 1), and so
+does this.
 """
 
 from __future__ import annotations
@@ -40,6 +46,9 @@ _PATTERN = re.compile(
 
 # A real quantity is a few characters; thousands of digits only cost time to parse.
 MAX_QUANTITY_CHARS = 64
+# The largest magnitude ``resource.Quantity.Value()`` returns (math.MaxInt64).
+MAX_QUANTITY = 2**63 - 1
+_OUT_OF_RANGE = f"is out of range (a quantity holds at most 2^63 - 1 = {MAX_QUANTITY})"
 
 
 class QuantityError(ValueError):
@@ -48,22 +57,33 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity given as YAML may give it: a string, an int or a float."""
+    number = _parse(value)
+    if abs(number) > MAX_QUANTITY:
+        raise QuantityError(_OUT_OF_RANGE)
+    return number
+
+
+def _parse(value: object) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
+        if value.bit_length() > 64:
+            raise QuantityError(_OUT_OF_RANGE)
         return Fraction(value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"{value!r} is not a quantity")
         return Fraction(str(value))
     if not isinstance(value, str):
-        raise QuantityError(f"{value!r} is not a quantity")
+        raise QuantityError(f"a {type(value).__name__} is not a quantity")
     text = value.strip()
     if len(text) > MAX_QUANTITY_CHARS:
         raise QuantityError(f"quantity longer than {MAX_QUANTITY_CHARS} characters")
     match = _PATTERN.match(text)
     if match is None:
         raise QuantityError(f"{value!r} is not a quantity")
+    if not text.isascii():
+        raise QuantityError(f"{value!r} is not a quantity (digits must be ASCII)")
     number = Fraction(match["number"])
     if match["exp"]:
         exponent = int(match["exp"][1:])
@@ -73,6 +93,9 @@ def parse_quantity(value: object) -> Fraction:
     elif match["suffix"]:
         suffix = match["suffix"]
         number *= _BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix]
+        if suffix in _BINARY:
+            # ParseQuantity: "The max is just a simple cap" (for BinarySI).
+            number = min(number, Fraction(MAX_QUANTITY))
     return -number if match["sign"] == "-" else number
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from volsched.cache.errors import ConfigError, ObjectError
-from volsched.cache.objects.fields import Fields
+from volsched.cache.objects.fields import Fields, shown
 from volsched.cache.objects.selectors import parse_node_affinity
 from volsched.scheduling.plugins.inter_pod_affinity import DEFAULT_HARD_POD_AFFINITY_WEIGHT
 from volsched.scheduling.plugins.node_affinity import AddedAffinity
@@ -226,7 +226,7 @@ def _list(value: Any, where: _Where) -> list[Any]:
 
 def _integer(value: Any, where: _Where, minimum: int, maximum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise where.fail(f"must be an integer, not {value!r}")
+        raise where.fail(f"must be an integer, not {shown(value)}")
     if not minimum <= value <= maximum:
         raise where.fail(f"must be between {minimum} and {maximum}, not {value}")
     return value

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.fields import INT32, Fields, Raw
 from volsched.cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
 from volsched.cache.objects.pod_constraints import (
     PodAffinity,
@@ -174,9 +174,7 @@ def parse_node(raw: Raw) -> Node:
     spec = Fields(raw.get("spec"), "Node", meta.name, "spec")
     status = Fields(raw.get("status"), "Node", meta.name, "status")
     source = "allocatable" if status.has("allocatable") else "capacity"
-    allocatable = {
-        name: resource_amount(name, amount) for name, amount in status.quantity_map(source).items()
-    }
+    allocatable = _amounts(status, source)
     ready = True
     conditions = status.items("conditions")
     for condition in conditions:
@@ -191,15 +189,26 @@ def parse_node(raw: Raw) -> Node:
     )
 
 
+def _non_negative(fields: Fields, key: str) -> dict[str, Fraction]:
+    amounts = fields.quantity_map(key)
+    for name, amount in amounts.items():
+        if amount < 0:
+            # The API server's ValidateResourceQuantityValue rejects these.
+            raise fields.fail(f"{key}.{name}", "must be greater than or equal to 0")
+    return amounts
+
+
+def _amounts(fields: Fields, key: str) -> dict[str, int]:
+    """A resource list (node allocatable, pod overhead) in scheduler units."""
+    return {
+        name: resource_amount(name, amount) for name, amount in _non_negative(fields, key).items()
+    }
+
+
 def _container_requests(container: Fields) -> dict[str, int]:
     resources = container.sub("resources")
-    limits = resources.quantity_map("limits")
-    requests = resources.quantity_map("requests")
-    for key, amounts in (("limits", limits), ("requests", requests)):
-        for name, amount in amounts.items():
-            if amount < 0:
-                # The API server's ValidateResourceQuantityValue rejects these.
-                raise resources.fail(f"{key}.{name}", "must be greater than or equal to 0")
+    limits = _non_negative(resources, "limits")
+    requests = _non_negative(resources, "requests")
     # The API server defaults a missing request to its limit.
     merged = {**limits, **requests}
     return {name: resource_amount(name, amount) for name, amount in merged.items()}
@@ -257,10 +266,7 @@ def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
         (_container_requests(c), c.str("restartPolicy") == "Always")
         for c in spec.items("initContainers")
     ]
-    overhead = {
-        name: resource_amount(name, amount)
-        for name, amount in spec.quantity_map("overhead").items()
-    }
+    overhead = _amounts(spec, "overhead")
     requests = _aggregate(containers, inits, overhead)
     nonzero = _aggregate(
         [_with_defaults(own) for own in containers],
@@ -281,9 +287,11 @@ def _host_ports(spec: Fields) -> tuple[HostPort, ...]:
     ]
     for container in containers:
         for port in container.items("ports"):
-            host_port = port.int("hostPort")
-            if host_port <= 0:
+            host_port = port.int("hostPort", bits=INT32)
+            if host_port == 0:
                 continue
+            if not 1 <= host_port <= 65535:
+                raise port.fail("hostPort", f"must be between 1 and 65535, not {host_port}")
             protocol = port.str("protocol") or "TCP"
             if protocol not in ("TCP", "UDP", "SCTP"):
                 raise port.fail("protocol", f"{protocol!r} is not TCP, UDP or SCTP")
@@ -373,7 +381,7 @@ def parse_pod(raw: Raw) -> Pod:
         meta=meta,
         scheduler_name=spec.str("schedulerName", DEFAULT_SCHEDULER) or DEFAULT_SCHEDULER,
         node_name=spec.str("nodeName"),
-        priority=spec.opt_int("priority"),
+        priority=spec.opt_int("priority", bits=INT32),
         priority_class_name=spec.str("priorityClassName"),
         phase=status.str("phase", "Pending") or "Pending",
         requests=requests,

@@ -3,11 +3,18 @@
 Every parser walks the raw object through a ``Fields`` reader so that a wrong type or a
 bad quantity ends as one ``ObjectError`` naming kind, name and the dotted field path,
 never a ``KeyError`` or ``TypeError`` from deep inside.
+
+Numbers are bounded where they enter, as the API server bounds them: an integer field is
+an int64 unless upstream declares it int32 (priorities, weights, maxSkew), a quantity
+holds at most 2^63 - 1 (see ``volsched.cache.quantity``), and a time is RFC 3339 exactly
+as the API server parses it — so nothing downstream meets an integer too large for a
+float or a date outside what ``datetime`` holds.
 """
 
 from __future__ import annotations
 
 import builtins
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from fractions import Fraction
@@ -17,6 +24,25 @@ from volsched.cache.errors import ObjectError
 from volsched.cache.quantity import QuantityError, parse_quantity
 
 Raw = Mapping[str, Any]
+
+# The ranges of Go's integer types, which the API server decodes fields into.
+INT32 = 32
+INT64 = 64
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr`` of a value for a one-line message, cut short if long."""
+    if isinstance(value, builtins.int) and not isinstance(value, builtins.bool):
+        text = str(value) if value.bit_length() < 4 * limit else "a very large integer"
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def shown_key(key: object, limit: int = 60) -> str:
+    """A mapping key for a field path, cut short if long."""
+    text = key if isinstance(key, str) else shown(key, limit)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class Fields:
@@ -81,21 +107,27 @@ class Fields:
         if value is None:
             return default
         if not isinstance(value, builtins.bool):
-            raise self.fail(key, f"must be true or false, not {value!r}")
+            raise self.fail(key, f"must be true or false, not {shown(value)}")
         return value
 
-    def int(self, key: builtins.str, default: builtins.int = 0) -> builtins.int:
+    def int(
+        self, key: builtins.str, default: builtins.int = 0, bits: builtins.int = INT64
+    ) -> builtins.int:
+        """An integer that fits the field's Go type (int64, or int32 where upstream
+        declares it so): the API server refuses a larger one when it decodes the object."""
         value = self._data.get(key)
         if value is None:
             return default
         if isinstance(value, builtins.bool) or not isinstance(value, builtins.int):
-            raise self.fail(key, f"must be an integer, not {value!r}")
+            raise self.fail(key, f"must be an integer, not {shown(value)}")
+        if not -(1 << (bits - 1)) <= value < 1 << (bits - 1):
+            raise self.fail(key, f"{shown(value)} does not fit in an int{bits}")
         return value
 
-    def opt_int(self, key: builtins.str) -> builtins.int | None:
+    def opt_int(self, key: builtins.str, bits: builtins.int = INT64) -> builtins.int | None:
         if self._data.get(key) is None:
             return None
-        return self.int(key)
+        return self.int(key, bits=bits)
 
     def str_list(self, key: builtins.str) -> tuple[builtins.str, ...]:
         value = self._data.get(key)
@@ -114,7 +146,7 @@ class Fields:
         result: dict[builtins.str, builtins.str] = {}
         for k, v in value.items():
             if not isinstance(k, builtins.str) or not isinstance(v, builtins.str):
-                raise self.fail(f"{key}.{k}", f"must be a string, not {v!r}")
+                raise self.fail(f"{key}.{shown_key(k)}", f"must be a string, not {shown(v)}")
             result[k] = v
         return result
 
@@ -138,7 +170,7 @@ class Fields:
             try:
                 result[builtins.str(k)] = parse_quantity(v)
             except QuantityError as exc:
-                raise self.fail(f"{key}.{k}", str(exc)) from None
+                raise self.fail(f"{key}.{shown_key(k)}", str(exc)) from None
         return result
 
     def timestamp(self, key: builtins.str) -> float | None:
@@ -146,28 +178,55 @@ class Fields:
         value = self._data.get(key)
         if value is None:
             return None
-        if isinstance(value, datetime):  # YAML loaders turn unquoted times into datetimes
-            return value.timestamp()
+        if isinstance(value, datetime):
+            # Not from volsched's YAML reader (it keeps times as text); naive is UTC.
+            return _epoch_seconds(value.replace(tzinfo=None), value.utcoffset())
         if not isinstance(value, builtins.str):
-            raise self.fail(key, f"must be an RFC 3339 time, not {value!r}")
+            raise self.fail(key, f"must be an RFC 3339 time, not {shown(value)}")
         return parse_time(value, lambda problem: self.fail(key, problem))
 
 
+# RFC 3339 as the API server reads a metav1.Time (Go's time.RFC3339 layout, with an
+# optional fraction): a date, "T", a time, and "Z" or an offset. ASCII digits only.
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?"
+    r"(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
+)
+_EPOCH = datetime(1970, 1, 1)
+
+
 def parse_time(text: str, fail: Any = None) -> float:
-    """RFC 3339 (with ``Z`` or an offset, optional fraction) to epoch seconds."""
-    candidate = text.strip()
-    if candidate.endswith(("Z", "z")):
-        candidate = candidate[:-1] + "+00:00"
+    """RFC 3339 (with ``Z`` or an offset, optional fraction) to epoch seconds.
+
+    Stricter than ``datetime.fromisoformat``, as the API server is: no date without a
+    time, no time without a zone, no space for ``T``, no week dates.
+    """
+
+    def refuse(problem: str) -> Exception:
+        return ValueError(problem) if fail is None else fail(problem)
+
+    candidate = text
+    match = _RFC3339.fullmatch(candidate)
+    if match is None:
+        problem = f"{shown(text)} is not an RFC 3339 time"
+        if _RFC3339.fullmatch(candidate + "Z") is not None:
+            problem = f"{shown(text)} has no time zone"
+        raise refuse(problem)
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    fraction, zulu, sign, offset_hours, offset_minutes = match.groups()[6:]
     try:
-        moment = datetime.fromisoformat(candidate)
-    except ValueError:
-        problem = f"{text!r} is not an RFC 3339 time"
-        if fail is None:
-            raise ValueError(problem) from None
-        raise fail(problem) from None
-    if moment.tzinfo is None:
-        problem = f"{text!r} has no time zone"
-        if fail is None:
-            raise ValueError(problem)
-        raise fail(problem)
-    return moment.timestamp()
+        moment = datetime(year, month, day, hour, minute, second)
+    except ValueError as exc:
+        raise refuse(f"{shown(text)} is not a valid time ({exc})") from None
+    offset = 0
+    if not zulu:
+        if int(offset_hours) > 23 or int(offset_minutes) > 59:
+            raise refuse(f"{shown(text)} has a time zone offset out of range")
+        offset = (int(offset_hours) * 60 + int(offset_minutes)) * 60
+        offset = -offset if sign == "-" else offset
+    return (moment - _EPOCH).total_seconds() + float(fraction or 0) - offset
+
+
+def _epoch_seconds(moment: datetime, offset: Any) -> float:
+    seconds = (moment - _EPOCH).total_seconds()
+    return seconds - offset.total_seconds() if offset is not None else seconds

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from volsched.cache.objects.fields import Fields
+from volsched.cache.objects.fields import Fields, shown
+
+_VERSION = re.compile(r"[0-9]{1,19}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +62,12 @@ def parse_meta(raw: object, kind: str, namespaced: bool) -> ObjectMeta:
     if version_text is None or version_text == "":
         version = 0
     else:
-        try:
-            version = int(str(version_text))
-        except ValueError:
-            raise meta.fail("resourceVersion", f"{version_text!r} is not an integer") from None
+        # Opaque to clients in general; the API servers volsched talks to write etcd's
+        # revision, a non-negative int64, in ASCII digits.
+        text = str(version_text) if isinstance(version_text, str | int) else ""
+        if isinstance(version_text, bool) or not _VERSION.fullmatch(text):
+            raise meta.fail("resourceVersion", f"{shown(version_text)} is not an integer")
+        version = int(text)
     owners = tuple(
         OwnerReference(
             api_version=ref.str("apiVersion"),

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from volsched.cache.objects.fields import Fields
+from volsched.cache.objects.fields import INT32, Fields
 from volsched.cache.objects.selectors import LabelSelector, Requirement, parse_label_selector
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -129,7 +129,7 @@ def _term(item: Fields, namespace: str, pod_labels: Mapping[str, str]) -> Affini
 
 
 def _weighted(item: Fields, namespace: str, pod_labels: Mapping[str, str]) -> WeightedAffinityTerm:
-    weight = item.int("weight")
+    weight = item.int("weight", bits=INT32)
     if not 1 <= weight <= 100:
         raise item.fail("weight", "must be in the range 1-100")
     return WeightedAffinityTerm(weight, _term(item.sub("podAffinityTerm"), namespace, pod_labels))
@@ -158,7 +158,7 @@ def parse_spread_constraints(
     constraints = []
     seen: set[tuple[str, str]] = set()
     for item in spec.items("topologySpreadConstraints"):
-        max_skew = item.int("maxSkew")
+        max_skew = item.int("maxSkew", bits=INT32)
         if max_skew <= 0:
             raise item.fail("maxSkew", "must be greater than zero")
         topology_key = item.str("topologyKey")
@@ -172,7 +172,7 @@ def parse_spread_constraints(
         if (topology_key, when) in seen:
             raise item.fail("topologyKey", f"{topology_key} is duplicated for {when}")
         seen.add((topology_key, when))
-        min_domains = item.opt_int("minDomains")
+        min_domains = item.opt_int("minDomains", bits=INT32)
         if min_domains is not None:
             if min_domains <= 0:
                 raise item.fail("minDomains", "must be greater than zero")

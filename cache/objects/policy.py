@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.fields import INT32, Fields, Raw
 from volsched.cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
 from volsched.cache.objects.selectors import LabelSelector, parse_label_selector
 
@@ -40,7 +40,7 @@ def parse_pod_disruption_budget(raw: Raw) -> PodDisruptionBudget:
     disrupted = status.raw("disruptedPods") or {}
     if not isinstance(disrupted, dict):
         raise status.fail("disruptedPods", "must be a mapping of pod names to times")
-    allowed = status.int("disruptionsAllowed")
+    allowed = status.int("disruptionsAllowed", bits=INT32)
     if allowed < 0:
         raise status.fail("disruptionsAllowed", "must not be negative")
     return PodDisruptionBudget(

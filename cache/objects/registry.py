@@ -6,6 +6,8 @@ whether they are namespaced, and the API group they live in.
 
 from __future__ import annotations
 
+import functools
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -114,3 +116,15 @@ def kind_of(api_version: str, kind: str) -> str:
 def register(info: KindInfo) -> None:
     """Add a kind (the storage CRDs register themselves here)."""
     KINDS[info.kind] = info
+    view_class.cache_clear()
+
+
+@functools.cache
+def view_class(kind: str) -> type[Any] | None:
+    """The class ``kind``'s parser returns (None for a kind volsched does not read): what
+    a view read back from anywhere but the parser — a stored snapshot — must be."""
+    info = KINDS.get(kind)
+    if info is None:
+        return None
+    found = typing.get_type_hints(info.parse).get("return")
+    return found if isinstance(found, type) else None

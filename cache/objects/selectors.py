@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from volsched.cache.objects.fields import Fields
+from volsched.cache.objects.fields import INT32, Fields
 
 NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 LABEL_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
@@ -174,7 +174,7 @@ def parse_node_affinity(
         )
     preferred = []
     for item in affinity.items("preferredDuringSchedulingIgnoredDuringExecution"):
-        weight = item.int("weight")
+        weight = item.int("weight", bits=INT32)
         if not 1 <= weight <= 100:
             raise item.fail("weight", "must be between 1 and 100")
         preferred.append(PreferredTerm(weight, parse_node_selector_term(item.sub("preference"))))

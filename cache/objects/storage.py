@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.fields import INT32, Fields, Raw
 from volsched.cache.objects.meta import NamespacedView, ObjectMeta, parse_meta
 from volsched.cache.objects.selectors import (
     LabelSelector,
@@ -262,7 +262,7 @@ def parse_csi_node(raw: Raw) -> CSINode:
         name = item.str("name")
         if not name:
             raise item.fail("name", "is required")
-        count = item.sub("allocatable").opt_int("count")
+        count = item.sub("allocatable").opt_int("count", bits=INT32)
         drivers[name] = CSINodeDriver(name, count, item.str_list("topologyKeys"))
     return CSINode(meta=meta, drivers=drivers)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.fields import INT32, Fields, Raw
 from volsched.cache.objects.meta import ObjectMeta, parse_meta
 from volsched.cache.objects.selectors import LabelSelector, parse_label_selector
 
@@ -74,5 +74,5 @@ def parse_priority_class(raw: Raw) -> PriorityClass:
     if not body.has("value"):
         raise body.fail("value", "is required")
     return PriorityClass(
-        meta=meta, value=body.int("value"), global_default=body.bool("globalDefault")
+        meta=meta, value=body.int("value", bits=INT32), global_default=body.bool("globalDefault")
     )

@@ -11,21 +11,25 @@ Usage, from the daemon::
     await store.close()
 
 ``migrate(path)`` brings a file to the newest schema without opening a store (``volsched
-migrate``). Store failures surface as ``volsched.cache.errors.StoreError`` (``StoreFull``
+migrate``); ``check_file(path)`` reads every row and reports what is wrong, changing
+nothing (``volsched migrate --check``). Store failures surface as ``volsched.cache.errors.StoreError`` (``StoreFull``
 when the disk is full); ``store.write_problem`` says why writes fail while they do.
 """
 
+from volsched.cache.store.checking import CheckReport, check_file
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.loading import StoredState
 from volsched.cache.store.opening import OpenResult, check_and_migrate, migrate
 from volsched.cache.store.store import Store, StoreStats
 
 __all__ = [
+    "CheckReport",
     "JournalEntry",
     "OpenResult",
     "Store",
     "StoreStats",
     "StoredState",
     "check_and_migrate",
+    "check_file",
     "migrate",
 ]

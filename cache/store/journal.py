@@ -15,9 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, delete, insert, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from volsched.cache.store import rows
 from volsched.cache.store.schema import journal
 
 OPEN = "open"
@@ -92,23 +93,22 @@ async def delete_entry(connection: AsyncConnection, entry_id: int) -> bool:
     return result.rowcount > 0
 
 
-async def select_entries(connection: AsyncConnection) -> list[JournalEntry]:
+async def select_entries(
+    connection: AsyncConnection,
+) -> tuple[list[JournalEntry], list[tuple[int | None, str]]]:
+    """The entries, oldest first, and the rows that do not decode: (id, why)."""
     result = await connection.execute(select(journal).order_by(journal.c.id))
-    return [_entry(row) for row in result]
+    entries: list[JournalEntry] = []
+    unreadable: list[tuple[int | None, str]] = []
+    for row in result:
+        try:
+            entries.append(JournalEntry(*rows.journal_row(row)))
+        except rows.BadRow as problem:
+            entry_id = row.id if isinstance(row.id, int) else None
+            unreadable.append((entry_id, str(problem)))
+    return entries, unreadable
 
 
 async def open_ids(connection: AsyncConnection) -> set[int]:
     """The ids of the entries in the journal (cheap: no intent is read)."""
     return {int(entry_id) for (entry_id,) in await connection.execute(select(journal.c.id))}
-
-
-def _entry(row: Row[Any, Any, Any, Any, Any, Any, Any]) -> JournalEntry:
-    return JournalEntry(
-        id=int(row.id),
-        pod=str(row.pod),
-        node=str(row.node),
-        intent=json.loads(row.intent),
-        state=str(row.state),
-        created_at=float(row.created_at),
-        updated_at=float(row.updated_at),
-    )

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import CorruptStore
 from volsched.cache.store import journal as journal_sql
+from volsched.cache.store import rows
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.schema import assumed, objects, resume_points, snapshot
 from volsched.cache.store.snapshot import Snapshot, SnapshotError, decode
@@ -52,9 +52,11 @@ async def read_state(
     taken by that code is used in place of the object rows; one that is missing, from
     other code or unreadable means the rows are read.
 
-    Raises ``CorruptStore`` for content that cannot be used — a body or an intent that
-    is not JSON, a journal row of the wrong shape, a table missing at the recorded
-    revision — so that the caller rebuilds the file instead of crash-looping on it.
+    Raises ``CorruptStore`` for content that cannot be used — an object, assumed or
+    resume row that does not decode (see ``rows``), a table missing at the recorded
+    revision — so that the caller rebuilds the file instead of crash-looping on it. A
+    journal row that does not decode is left out (``Store.journal_pending`` reports and
+    removes it): one bad intent must not cost the others.
     """
     try:
         async with engine.connect() as connection:
@@ -66,15 +68,14 @@ async def read_state(
             points = await connection.execute(
                 select(resume_points.c.kind, resume_points.c.resource_version)
             )
-            resume = {str(kind): str(version) for kind, version in points}
-            entries = await journal_sql.select_entries(connection)
+            resume = dict(rows.resume_row(kind, version) for kind, version in points)
+            entries, _ = await journal_sql.select_entries(connection)
         layer1, layer2 = await asyncio.to_thread(_decode_layers, object_rows, assumed_rows, freeze)
     except OperationalError as error:
         if "no such table" in str(error) or "no such column" in str(error):
             raise CorruptStore(f"{path}: {error.orig}") from None
         raise
-    except (ValueError, TypeError, AttributeError) as error:
-        # json.JSONDecodeError is a ValueError; a row of the wrong type or shape too.
+    except rows.BadRow as error:
         raise CorruptStore(f"{path}: a stored row cannot be decoded: {error}") from None
     return StoredState(
         objects=layer1, assumed=layer2, resume_points=resume, journal=entries, snapshot=parsed
@@ -124,7 +125,7 @@ def _decode_layers(object_rows: Rows, assumed_rows: Rows, freeze: bool) -> tuple
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode(object_rows), _decode(assumed_rows)
+        return _decode("objects", object_rows), _decode("assumed", assumed_rows)
     finally:
         if freeze:
             gc.freeze()
@@ -132,15 +133,11 @@ def _decode_layers(object_rows: Rows, assumed_rows: Rows, freeze: bool) -> tuple
             gc.enable()
 
 
-def _decode(rows: Rows) -> Layer:
+def _decode(table: str, stored: Rows) -> Layer:
     layer: Layer = {}
-    loads = json.loads
-    for kind, key, body in rows:
+    for kind, key, decoded in rows.object_rows(table, stored):
         by_key = layer.get(kind)
         if by_key is None:
             by_key = layer[kind] = {}
-        decoded = loads(body)
-        if not isinstance(decoded, dict):
-            raise ValueError(f"{kind} {key}: the body is not a JSON object")
         by_key[key] = decoded
     return layer

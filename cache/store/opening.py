@@ -3,10 +3,11 @@
 - No file: a fresh database (``cold``).
 - A healthy file at a revision this code knows: migrated to the newest schema (``warm``).
 - A file that is not SQLite, fails ``PRAGMA quick_check``, is stamped with a revision
-  this code does not know (written by a newer volsched), or holds tables that are not a
-  volsched store: renamed to ``<path>.corrupt-<UTC timestamp>`` together with its
-  ``-wal``/``-shm``, and a fresh database built in its place (``rebuilt``). Nothing is
-  deleted; the moved file is there to inspect.
+  this code does not know (written by a newer volsched) or with anything but exactly
+  one revision, or holds tables that are not a volsched store: renamed to
+  ``<path>.corrupt-<UTC timestamp>`` together with its ``-wal``/``-shm``, and a fresh
+  database built in its place (``rebuilt``). Nothing is deleted; the moved file is
+  there to inspect.
 
 Trouble that is the machine's, not the file's (no permission, disk full, file locked by
 another process), is not fixed by moving the file: it ends in ``StoreError`` naming the
@@ -27,6 +28,7 @@ from pathlib import Path
 from sqlalchemy.exc import DBAPIError
 
 from volsched.cache.errors import StoreError
+from volsched.cache.store import rows
 from volsched.cache.store.schema import REVISION, metadata
 
 log = logging.getLogger("volsched.store")
@@ -54,6 +56,9 @@ class OpenResult:
 class PreparedFile:
     result: OpenResult
     revision: str
+    # What is wrong in a file kept in place, that the daemon works around (a journal
+    # entry it skips, a snapshot it does not use), one line each.
+    tolerated: tuple[str, ...] = ()
 
 
 class _BadContent(Exception):
@@ -116,10 +121,26 @@ def migrate(path: str | os.PathLike[str]) -> str:
     return check_and_migrate(path).revision
 
 
-def check_and_migrate(path: str | os.PathLike[str]) -> PreparedFile:
+def check_and_migrate(
+    path: str | os.PathLike[str], clock: Callable[[], float] = time.time
+) -> PreparedFile:
     """``migrate`` with the verdict: whether the file was healthy, and if not, why and
-    where it went."""
-    return prepare_file(Path(path).absolute())
+    where it went.
+
+    Every row is decoded too (``checking``), so a file the daemon's first load would
+    move aside is moved aside here, for the same reason."""
+    from volsched.cache.store.checking import check_file
+
+    file = Path(path).absolute()
+    prepared = prepare_file(file, clock)
+    report = check_file(file)
+    reason = report.first_rebuild_reason
+    if reason is None:
+        tolerated = tuple(f"{p.what} ({p.consequence})" for p in report.problems)
+        return PreparedFile(prepared.result, prepared.revision, tolerated)
+    moved_to = move_aside(file, clock, reason)
+    again = prepare_file(file, clock)
+    return PreparedFile(OpenResult("rebuilt", moved_to, reason), again.revision)
 
 
 # -- the checks -----------------------------------------------------------------------
@@ -158,7 +179,9 @@ def _inspect(path: Path) -> list[str]:
     except sqlite3.Error as error:
         raise _classify(path, error) from None
     try:
-        problems = [str(row[0]) for row in connection.execute("PRAGMA quick_check")]
+        problems = [
+            " ".join(str(row[0]).split()) for row in connection.execute("PRAGMA quick_check")
+        ]
         if problems != ["ok"]:
             raise _BadContent(f"PRAGMA quick_check: {'; '.join(problems[:3])}")
         tables = {
@@ -168,12 +191,18 @@ def _inspect(path: Path) -> list[str]:
             )
         }
         if "alembic_version" in tables:
-            stamped = [
-                str(row[0]) for row in connection.execute("SELECT version_num FROM alembic_version")
+            versions = [
+                row[0] for row in connection.execute("SELECT version_num FROM alembic_version")
             ]
-            if stamped != [REVISION]:
-                _check_known(stamped)
-            return stamped
+            if not versions and tables == {"alembic_version"}:
+                return []  # stamped with nothing and holding nothing: an empty store
+            try:
+                stamped = rows.stamp(versions)
+            except rows.BadRow as problem:
+                raise _BadContent(str(problem)) from None
+            if stamped != REVISION:
+                _check_known([stamped])
+            return [stamped]
         if tables:
             raise _BadContent(
                 f"holds tables ({', '.join(sorted(tables)[:5])}) but is not a volsched store"
@@ -204,21 +233,25 @@ def _verify_schema(path: Path, revision: str) -> None:
     except sqlite3.Error as error:
         raise _classify(path, error) from None
     try:
-        for table in metadata.sorted_tables:
-            present = {
-                str(row[1]) for row in connection.execute(f'PRAGMA table_info("{table.name}")')
-            }
-            if not present:
-                raise _SchemaMismatch(f"table {table.name} is missing at revision {revision}")
-            missing = sorted(column.name for column in table.columns if column.name not in present)
-            if missing:
-                raise _SchemaMismatch(
-                    f"table {table.name} lacks {', '.join(missing)} at revision {revision}"
-                )
+        problem = schema_problem(connection, revision)
+        if problem is not None:
+            raise _SchemaMismatch(problem)
     except sqlite3.Error as error:
         raise _classify(path, error) from None
     finally:
         connection.close()
+
+
+def schema_problem(connection: sqlite3.Connection, revision: str) -> str | None:
+    """The first table or column of this code's schema the file lacks (None: none)."""
+    for table in metadata.sorted_tables:
+        present = {str(row[1]) for row in connection.execute(f'PRAGMA table_info("{table.name}")')}
+        if not present:
+            return f"table {table.name} is missing at revision {revision}"
+        missing = sorted(column.name for column in table.columns if column.name not in present)
+        if missing:
+            return f"table {table.name} lacks {', '.join(missing)} at revision {revision}"
+    return None
 
 
 def _upgrade(path: Path) -> str:

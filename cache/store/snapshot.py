@@ -28,6 +28,8 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
+from volsched.cache.store import rows
+
 # What a snapshot holds: views by kind and key, and the raw JSON text kept for kinds the
 # binder writes back whole.
 Views = dict[str, dict[str, Any]]
@@ -118,8 +120,8 @@ def _decode_part(body: bytes) -> tuple[Views, RawTexts]:
     if not (isinstance(loaded, tuple) and len(loaded) == 3 and loaded[0] == FORMAT):
         raise SnapshotError("it is not in this version's format")
     _, views, raw = loaded
-    if not (isinstance(views, dict) and isinstance(raw, dict)):
-        raise SnapshotError("it is not in this version's format")
-    if not all(isinstance(v, dict) for v in (*views.values(), *raw.values())):
-        raise SnapshotError("it is not in this version's format")
+    try:
+        rows.snapshot_part(views, raw)
+    except rows.BadRow as problem:
+        raise SnapshotError(str(problem)) from None
     return views, raw

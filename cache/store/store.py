@@ -42,7 +42,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import StoreError
 from volsched.cache.store import journal as journal_sql
-from volsched.cache.store import schema
+from volsched.cache.store import rows, schema
 from volsched.cache.store.connecting import create_store_engine
 from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
 from volsched.cache.store.group_commit import EntryToOpen, GroupCommit
@@ -277,9 +277,9 @@ class Store:
         return await self._opening.open(EntryToOpen(pod, node, body, state))
 
     async def _insert_entries(self, entries: list[EntryToOpen]) -> list[int]:
-        rows = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
+        values = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
         async with self._journal_write("opening a journal entry") as connection:
-            ids = await journal_sql.insert_entries(connection, rows, self._clock())
+            ids = await journal_sql.insert_entries(connection, values, self._clock())
         self._open_entries.update(ids)
         return ids
 
@@ -318,16 +318,26 @@ class Store:
         self._queued()
 
     async def journal_pending(self) -> list[JournalEntry]:
-        """Open entries, oldest first (a closed one whose row waits for a flush is not)."""
+        """Open entries, oldest first (a closed one whose row waits for a flush is not).
+
+        A row that does not decode (see ``rows``) is left out, logged with why, and
+        removed with the next flush: nothing can finish or undo an intent that cannot be
+        read, and it must not stop the others from being recovered. (What it had
+        written is still recorded in the API objects, where recovery finds it.)"""
         self._check_open()
         # Under the write lock: a flush deleting closed entries is either done or undone.
         async with self._write_lock:
             try:
                 async with self._journal_engine.connect() as connection:
-                    entries = await journal_sql.select_entries(connection)
+                    entries, unreadable = await journal_sql.select_entries(connection)
             except SQLAlchemyError as error:
                 raise store_error(self.path, "reading the journal", error) from None
             closing = set(self._pending.journal_closes)
+        for entry_id, problem in unreadable:
+            log.warning("database %s: %s; skipping and removing the entry", self.path, problem)
+            if entry_id is not None and entry_id not in closing:
+                self._pending.close_journal_entry(entry_id)
+                self._queued()
         entries = [entry for entry in entries if entry.id not in closing]
         self._open_entries = {entry.id for entry in entries}
         return entries
@@ -392,9 +402,9 @@ class Store:
         table = schema.resume_points
         try:
             async with self._engine.connect() as connection:
-                rows = await connection.execute(sa.select(table.c.kind, table.c.resource_version))
-                return {str(kind): str(version) for kind, version in rows}
-        except SQLAlchemyError:
+                found = await connection.execute(sa.select(table.c.kind, table.c.resource_version))
+                return dict(rows.resume_row(kind, version) for kind, version in found)
+        except (SQLAlchemyError, rows.BadRow):
             return {}
 
     async def write_snapshot(self, fingerprint: str, parts: Iterable[bytes]) -> int:

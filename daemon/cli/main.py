@@ -3,13 +3,13 @@
     volsched run [--kubeconfig FILE] [--config FILE]
     volsched webhook [--kubeconfig FILE] [--config FILE] [--address A] [--cert-file F --key-file F]
     volsched demo
-    volsched migrate [--config FILE | --database PATH]
+    volsched migrate [--config FILE | --database PATH] [--check]
     volsched simulate FILE... [--policy P] [--config C] [--seed N] [--now T] [-o json|table]
     volsched explain NAMESPACE/POD FILE... [same options]
 
 Exit status 0 when the snapshot was read (pods may still be pending), 2 with one line on
 stderr for anything the user can fix (unreadable file, malformed object, bad policy or
-config).
+config). ``migrate --check`` exits 1 when it found something wrong in the database.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from volsched.daemon.cli.report import (
 )
 from volsched.daemon.cli.snapshot_files import load_snapshot
 from volsched.daemon.config.loading import load_settings
-from volsched.daemon.config.overrides import apply_overrides
+from volsched.daemon.config.overrides import address_problem, apply_overrides
 from volsched.daemon.config.policy_file import load_policy_file
 from volsched.daemon.config.settings import Settings
 from volsched.scheduling.framework.profile import Profile
@@ -213,6 +213,10 @@ def cmd_webhook(args: argparse.Namespace) -> int:
     settings = load_settings(args.config)
     _configure_logging(args.verbose)
     hook = settings.webhook
+    if args.address is not None:
+        problem = address_problem(args.address)
+        if problem is not None:
+            raise ConfigError(f"--address: {problem}")
     cert_file = args.cert_file or hook.cert_file
     key_file = args.key_file or hook.key_file
     if not cert_file or not key_file:
@@ -253,9 +257,14 @@ def cmd_webhook(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from volsched.cache.store import check_and_migrate
+    from volsched.cache.store import check_and_migrate, check_file
 
     path = args.database or load_settings(args.config).database.path
+    if args.check:
+        report = check_file(path)
+        for line in report.lines():
+            print(line)
+        return 0 if report.healthy else 1
     prepared = check_and_migrate(path)
     verdict = prepared.result
     if verdict.state == "rebuilt":
@@ -263,6 +272,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"{path}: rebuilt, schema at revision {prepared.revision}")
     else:
         print(f"{path}: schema verified at revision {prepared.revision}")
+    for problem in prepared.tolerated:
+        print(f"{path}: {problem}")
     return 0
 
 
@@ -321,6 +332,11 @@ def build_parser() -> argparse.ArgumentParser:
     migrate = commands.add_parser("migrate", help="create or upgrade the SQLite database schema")
     migrate.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
     migrate.add_argument("--database", metavar="PATH", help="database file (overrides config)")
+    migrate.add_argument(
+        "--check",
+        action="store_true",
+        help="read every row and report what is wrong, changing nothing (exit 1 if anything is)",
+    )
     migrate.set_defaults(handler=cmd_migrate)
     simulate = commands.add_parser(
         "simulate", help="decide every pending pod of a snapshot and print where it goes"

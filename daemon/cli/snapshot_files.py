@@ -14,13 +14,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, ObjectError
-from volsched.cache.json_limits import MAX_DEPTH, JsonLimitError, check_depth
 from volsched.cache.objects.registry import KINDS, kind_of
 from volsched.cache.objects.storage import PersistentVolumeClaim
+from volsched.cache.yaml_limits import YamlLimitError, load_all
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:
@@ -31,18 +29,9 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a UTF-8 text file") from None
     try:
-        documents = list(yaml.safe_load_all(text))
-        for index, document in enumerate(documents):
-            check_depth(document, f"document {index + 1}")
-    except RecursionError:
-        raise ConfigError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
-    except JsonLimitError as exc:
+        documents = load_all(text, "YAML or JSON")
+    except YamlLimitError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ConfigError(f"{path}: not valid YAML or JSON{where}: {problem}") from None
     for index, document in enumerate(documents):
         if document is None:
             continue

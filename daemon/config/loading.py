@@ -16,11 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from volsched.cache.errors import ConfigError
-from volsched.cache.json_limits import JsonLimitError, check_depth
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.cache.yaml_limits import YamlLimitError, load_all
 from volsched.daemon.config.overrides import address_problem, is_loopback
 from volsched.daemon.config.settings import (
     DEFAULT_DATABASE_PATH,
@@ -80,7 +78,7 @@ class _Reader:
             raise self.fail(key, "must be a mapping")
         unknown = set(value) - allowed
         if unknown:
-            raise self.fail(f"{key}.{sorted(unknown)[0]}", "unknown key")
+            raise self.fail(f"{key}.{min(map(str, unknown))}", "unknown key")
         return _Reader(value, self.source, f"{self.prefix}{key}.")
 
     def string(self, key: str, default: str | None) -> str | None:
@@ -123,7 +121,7 @@ def settings_from_data(
         raise ConfigError(f"{source}: the config file must be a YAML mapping")
     unknown = set(data) - _KEYS
     if unknown:
-        raise ConfigError(f"{source}: {sorted(unknown)[0]}: unknown key")
+        raise ConfigError(f"{source}: {min(map(str, unknown))}: unknown key")
     env = environ if environ is not None else {}
     read = _Reader(data, source)
     state_directory = env.get("STATE_DIRECTORY")
@@ -220,8 +218,12 @@ def settings_from_data(
         "address", "certFile", "keyFile", "schedulerName", "storageClasses", "provisioners",
         "lookupTimeoutSeconds",
     })  # fmt: skip
+    hook_address = hook.string("address", DEFAULT_WEBHOOK_ADDRESS) or DEFAULT_WEBHOOK_ADDRESS
+    problem = address_problem(hook_address)
+    if problem is not None:
+        raise hook.fail("address", problem)
     webhook = WebhookSettings(
-        address=hook.string("address", DEFAULT_WEBHOOK_ADDRESS) or DEFAULT_WEBHOOK_ADDRESS,
+        address=hook_address,
         cert_file=hook.string("certFile", None),
         key_file=hook.string("keyFile", None),
         scheduler_name=hook.string("schedulerName", None),
@@ -349,18 +351,9 @@ def apply_scheduler_configuration(
 
 def _documents(text: str, path: str) -> list[Any]:
     try:
-        documents = [document for document in yaml.safe_load_all(text) if document is not None]
-        for document in documents:
-            check_depth(document, "the config file")
-        return documents
-    except JsonLimitError as exc:
+        return [document for document in load_all(text) if document is not None]
+    except YamlLimitError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}: not valid YAML{where}") from None
 
 
 def load_settings(path: str | None, environ: Mapping[str, str] | None = None) -> Settings:

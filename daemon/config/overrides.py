@@ -48,8 +48,14 @@ def apply_overrides(
     changes: dict[str, Any] = {}
     if "http_address" in values:
         address, where = values["http_address"]
-        if not address:
-            raise ConfigError(f"{where}: must be HOST:PORT")
+        problem = address_problem(address)
+        if problem is not None:
+            raise ConfigError(f"{where}: {problem}")
+        if not settings.http.authentication.enabled and not is_loopback(address):
+            raise ConfigError(
+                f"{where}: http.authentication.enabled is false, which only a loopback "
+                f"address allows, not {address}"
+            )
         changes["http"] = replace(settings.http, address=address)
     if "database" in values:
         path, where = values["database"]
@@ -80,17 +86,29 @@ def address_problem(address: str) -> str | None:
     """Why ``host:port`` cannot be listened on (None when it looks right).
 
     Only the form is checked here; a host that does not resolve or a port in use is
-    reported when the daemon binds.
+    reported when the daemon binds. The port is ASCII digits (``str.isdigit`` also takes
+    Arabic-Indic and other digits, which ``int`` reads but no resolver does), and an IPv6
+    host is written in brackets, as in ``[::1]:10351``.
     """
+    shown = address if len(address) <= 80 else address[:80] + "…"
     host, colon, port = address.rpartition(":")
     if not colon:
-        return f"must be HOST:PORT, not {address!r}"
-    if not port.isdigit():
-        return f"port must be a number, not {port!r}"
-    if not 0 <= int(port) <= 65535:
-        return f"port must be between 0 and 65535, not {port}"
-    if host.startswith("[") != host.endswith("]"):
-        return f"unbalanced brackets in {address!r}"
+        return f"must be HOST:PORT, not {shown!r}"
+    if not (port.isascii() and port.isdigit()):
+        return f"port must be a number, not {port[:20]!r}"
+    if len(port) > 5 or not 0 <= int(port) <= 65535:
+        return f"port must be between 0 and 65535, not {port[:20]}"
+    if host.startswith("[") or host.endswith("]"):
+        if not (host.startswith("[") and host.endswith("]")):
+            return f"unbalanced brackets in {shown!r}"
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return f"{host!r} is not an IPv6 address in brackets"
+    elif ":" in host:
+        return f"an IPv6 host goes in brackets, as in [::1]:{port}, not {shown!r}"
+    if any(character.isspace() for character in host):
+        return f"the host must not contain spaces: {shown!r}"
     return None
 
 

@@ -29,14 +29,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import yaml
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.config.config_exception import ConfigException
 
-from volsched.cache.errors import ApiError, ConfigError, Conflict, Gone, NotFound
+from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
 from volsched.daemon.kube.keepalive import keep_alive
+from volsched.daemon.kube.kubeconfig import api_client
 from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
 
 Raw = dict[str, Any]
@@ -89,6 +86,35 @@ def environment_configures_http(environ: Mapping[str, str]) -> bool:
     return Path(netrc).is_file()
 
 
+def _decoded(data: bytes, what: str) -> Any:
+    """A response body or watch line decoded; one that does not decode (not JSON, a
+    number past Python's 4,300 digits, nesting past its recursion limit) is an
+    ``ApiError``, which the watches retry, never an exception that ends them."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ApiError(0, f"{what}: the response is nested too deeply to read") from None
+    except ValueError as exc:
+        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else "a number too long"
+        raise ApiError(0, f"{what}: the response is not JSON that can be read: {problem}") from None
+
+
+def _watch_event(line: bytes, kind: str) -> Raw:
+    """One line of a watch stream; an ERROR event (a 410 above all) is raised as the
+    status it carries."""
+    event = _decoded(line, f"watch {kind}")
+    if not isinstance(event, dict):
+        raise ApiError(0, f"watch {kind}: an event that is not a JSON object")
+    if event.get("type") == "ERROR":
+        status = event.get("object")
+        status = status if isinstance(status, dict) else {}
+        code = status.get("code")
+        if isinstance(code, bool) or not isinstance(code, int):
+            code = 500
+        raise _error(code, json.dumps(status))
+    return event
+
+
 def _error(status: int, body: bytes | str) -> ApiError:
     text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
     message = text.strip()
@@ -106,32 +132,6 @@ def _error(status: int, body: bytes | str) -> ApiError:
     if status == 410:
         return Gone(status, message)
     return ApiError(status, message)
-
-
-def _check_kubeconfig(path: str) -> None:
-    """The file's shape, checked before kubernetes-asyncio reads it: its loader raises
-    TypeError or AttributeError on an empty or odd file."""
-
-    def fail(problem: str) -> ConfigError:
-        return ConfigError(f"{path}: cannot load Kubernetes credentials: {problem}")
-
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise fail(exc.strerror or str(exc)) from None
-    except UnicodeDecodeError:
-        raise fail("not UTF-8 text") from None
-    try:
-        data = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError):
-        raise fail("not valid YAML") from None
-    if not isinstance(data, dict):
-        raise fail("the file is empty or not a YAML mapping")
-    for key in ("clusters", "contexts", "users"):
-        if not isinstance(data.get(key) or [], list):
-            raise fail(f"{key} must be a list")
-    if not data.get("clusters"):
-        raise fail("no clusters defined")
 
 
 def _trust_environment_once(session: Any) -> None:
@@ -168,22 +168,7 @@ class KubeClient:
     async def connect(cls, kubeconfig: str | None) -> KubeClient:
         """From a kubeconfig file, or the in-cluster service account when none is given
         and the process runs in a pod."""
-        configuration = k8s_client.Configuration()
-        if kubeconfig:
-            _check_kubeconfig(kubeconfig)
-        try:
-            if kubeconfig:
-                await k8s_config.load_kube_config(
-                    config_file=kubeconfig,
-                    client_configuration=configuration,
-                    persist_config=False,
-                )
-            else:
-                k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-        except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-            where = kubeconfig or "in-cluster service account"
-            raise ConfigError(f"{where}: cannot load Kubernetes credentials: {exc}") from None
-        return cls(k8s_client.ApiClient(configuration=configuration))
+        return cls(await api_client(kubeconfig))
 
     def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
         """The same connection, sending only ``writer``'s writes — and, with ``leading``,
@@ -237,7 +222,7 @@ class KubeClient:
             data = await response.read()
             if not 200 <= response.status <= 299:
                 raise _error(response.status, data)
-        decoded = json.loads(data) if data else {}
+        decoded = _decoded(data, f"{method} {path}") if data else {}
         if not isinstance(decoded, dict):
             raise ApiError(response.status, f"{method} {path}: unexpected response body")
         return decoded
@@ -325,12 +310,7 @@ class KubeClient:
                 async for line in response.content:
                     if not line.strip():
                         continue
-                    event = json.loads(line)
-                    if event.get("type") == "ERROR":
-                        status = event.get("object") or {}
-                        code = int(status.get("code") or 500)
-                        raise _error(code, json.dumps(status))
-                    yield event
+                    yield _watch_event(line, kind)
             except (aiohttp.ServerTimeoutError, TimeoutError):
                 # The server ends every watch at its timeoutSeconds; one still open well
                 # past it is not being served (a stall with the connection kept open).

@@ -194,8 +194,9 @@ class CacheSync:
                 self._restored.append((kind, key))
                 if kind == "Pod":
                     pod = self.cluster.pods.get(key)
-                    node = str((raw.get("spec") or {}).get("nodeName") or "")
-                    if pod is not None and not pod.node_name and node:
+                    spec = raw.get("spec")
+                    node = spec.get("nodeName") if isinstance(spec, Mapping) else None
+                    if pod is not None and not pod.node_name and isinstance(node, str) and node:
                         self.cluster.assume_pod(pod, node)
                     continue
                 if kind not in ("PersistentVolume", "PersistentVolumeClaim"):

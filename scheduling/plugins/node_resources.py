@@ -294,7 +294,9 @@ class BalancedAllocation:
             capacity = allocatable.get(resource, 0)
             if capacity == 0:
                 continue
-            fraction = float(requested.get(resource, 0) + amount) / float(capacity)
+            # Integer true division: exact for any size, where float() of a large int
+            # would overflow.
+            fraction = (requested.get(resource, 0) + amount) / capacity
             fractions.append(min(fraction, 1.0))
         std = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
         return int((1 - std) * MAX_NODE_SCORE)

@@ -62,6 +62,7 @@ _KEYS: dict[str, tuple[str, str, int, int | None]] = {
 }
 
 SECTION = "replicaScheduling"
+_INT64_MAX = 2**63 - 1
 
 
 def settings_from_mapping(data: Mapping[str, object], source: str) -> ReplicaSchedulingSettings:
@@ -88,9 +89,10 @@ def settings_from_mapping(data: Mapping[str, object], source: str) -> ReplicaSch
         elif kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise fail(key, f"must be an integer, not {value!r}")
-            if value < minimum or (maximum is not None and value > maximum):
+            # Without a maximum of its own, a setting is an int64, as Longhorn reads it.
+            if value < minimum or value > (_INT64_MAX if maximum is None else maximum):
                 if maximum is None:
-                    bound = f"at least {minimum}"
+                    bound = f"at least {minimum} and at most {_INT64_MAX}"
                 else:
                     bound = f"between {minimum} and {maximum}"
                 raise fail(key, f"must be {bound}, not {value}")

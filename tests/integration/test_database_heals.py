@@ -1,6 +1,7 @@
 """A database that heals: anything unreadable in the file (a row, a table) means the file
-is moved aside and rebuilt from a relist, with one log line — never a crash loop; and
-``volsched migrate`` verifies the schema and says what is wrong."""
+is moved aside and rebuilt from a relist, with one log line — never a crash loop — except
+a journal entry, which is skipped with a log line while recovery finishes the others;
+and ``volsched migrate`` verifies the schema and says what is wrong."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import ROOT, Cluster, eventually
-from tests.integration.objects import node, pod
+from tests.integration.objects import claim, local_pv, node, pod, storage_class
+from tests.integration.test_resilience import kill_after_prebind
+from volsched.emulator import ControllerSettings
 
 
 def damage(path: Path, statement: str) -> None:
@@ -28,9 +31,8 @@ def damage(path: Path, statement: str) -> None:
         ("UPDATE objects SET body = '{not json' WHERE kind = 'Node'", "cannot be decoded"),
         ("UPDATE objects SET body = '[1, 2]' WHERE kind = 'Node'", "not a JSON object"),
         (
-            "INSERT INTO journal (pod, node, intent, state, created_at, updated_at)"
-            " VALUES ('default/p', 'node-1', 'garbage', 'open', 0, 0)",
-            "cannot be decoded",
+            "UPDATE objects SET body = '" + "[" * 5000 + "]" * 5000 + "' WHERE kind = 'Node'",
+            "nested deeper than",
         ),
         (
             "INSERT INTO assumed (kind, key, body) VALUES ('PersistentVolume', 'pv', 'x')",
@@ -42,7 +44,7 @@ def damage(path: Path, statement: str) -> None:
     ids=[
         "bad body",
         "body not an object",
-        "bad journal intent",
+        "body nested",
         "bad assumed row",
         "journal",
         "resume points",
@@ -71,6 +73,40 @@ async def test_an_unreadable_database_is_rebuilt_not_crashed_on(
     await eventually(
         lambda: cluster.node_of("p-after") == "node-1", what="scheduling after rebuild"
     )
+
+
+@pytest.mark.parametrize(
+    "controllers",
+    [ControllerSettings(pv_bind_delay_seconds=8.0, provision_delay_seconds=0.05)],
+)
+@pytest.mark.parametrize("intent", ["[]", "garbage"])
+async def test_a_bad_journal_row_is_skipped_and_recovery_finishes_the_rest(
+    cluster: Cluster,
+    controllers: ControllerSettings,
+    caplog: pytest.LogCaptureFixture,
+    intent: str,
+) -> None:
+    """Killed between the PV prebind and the pod binding, with a malformed intent beside
+    the real one in the journal: the restart skips the bad row (one log line naming it),
+    releases the prebind the good one recorded, and places the pod — the file is kept."""
+    server = cluster.server
+    nodes = [node("node-1"), node("node-2", "zone-b")]
+    server.load([*nodes, storage_class("local"), local_pv("pv-1", "node-1"), claim("c1")])
+    await kill_after_prebind(cluster, pod("p", ("c1",)), "pv-1")
+    damage(
+        cluster.db_path,
+        "INSERT INTO journal (pod, node, intent, state, created_at, updated_at)"
+        f" VALUES ('default/q', 'node-2', '{intent}', 'open', 0, 0)",
+    )
+    with caplog.at_level(logging.WARNING):
+        daemon = await cluster.start_daemon()
+    assert daemon.sync.opened.state == "warm"
+    assert daemon.recovered is not None
+    assert (daemon.recovered.released, daemon.recovered.kept) == (1, 0)
+    skipped = [r.getMessage() for r in caplog.records if "skipping and removing" in r.getMessage()]
+    assert len(skipped) == 1 and "journal row 2: the intent" in skipped[0]
+    await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
+    await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal emptied")
 
 
 def test_migrate_verifies_and_says_what_is_wrong(tmp_path: Path) -> None:

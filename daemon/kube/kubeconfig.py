@@ -1,0 +1,165 @@
+"""Loading a kubeconfig: checked before kubernetes-asyncio reads it, and the server it
+names checked after.
+
+kubernetes-asyncio's loader fails on odd files with an AssertionError, a TypeError or an
+AttributeError, accepts a server of any scheme (a ``gopher://`` one is then retried
+forever by every watch) and leaves garbage certificate data to fail when the first
+connection is made. Each of those is one ``ConfigError`` here, naming the file and the
+field, before anything is opened.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ssl
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from volsched.cache.errors import ConfigError
+from volsched.cache.yaml_limits import YamlLimitError, load_one
+
+# What kubernetes-asyncio's loaders raise on a file they cannot use (an AssertionError
+# for a cluster without a server, a TypeError or AttributeError for an odd shape).
+_LOADER_ERRORS = (
+    ConfigException,
+    OSError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    AssertionError,
+)
+
+
+def credentials_error(where: str, problem: str) -> ConfigError:
+    return ConfigError(f"{where}: cannot load Kubernetes credentials: {problem}")
+
+
+def check_kubeconfig(path: str) -> None:
+    """The file's shape, and the cluster of its current context: a server URL volsched
+    can talk to and certificate data that is a certificate."""
+
+    def fail(problem: str) -> ConfigError:
+        return credentials_error(path, problem)
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise fail(exc.strerror or str(exc)) from None
+    except UnicodeDecodeError:
+        raise fail("not UTF-8 text") from None
+    try:
+        data = load_one(text)
+    except YamlLimitError as exc:
+        raise fail(str(exc)) from None
+    if not isinstance(data, dict):
+        raise fail("the file is empty or not a YAML mapping")
+    for key in ("clusters", "contexts", "users"):
+        if not isinstance(data.get(key) or [], list):
+            raise fail(f"{key} must be a list")
+    if not data.get("clusters"):
+        raise fail("no clusters defined")
+    cluster_name, cluster = _current_cluster(data)
+    if cluster is None:
+        return  # no usable current context: kubernetes-asyncio says which is missing
+    where = f"clusters[{cluster_name}].cluster"
+    if not isinstance(cluster, Mapping):
+        raise fail(f"{where}: must be a mapping")
+    server = cluster.get("server")
+    if server is None or server == "":
+        raise fail(f"{where}.server: is required")
+    if not isinstance(server, str):
+        raise fail(f"{where}.server: must be a URL, not {type(server).__name__}")
+    problem = server_problem(server)
+    if problem is not None:
+        raise fail(f"{where}.server: {problem}")
+    authority = cluster.get("certificate-authority-data")
+    if authority is not None:
+        problem = _certificate_problem(authority)
+        if problem is not None:
+            raise fail(f"{where}.certificate-authority-data: {problem}")
+
+
+def _current_cluster(data: Mapping[str, Any]) -> tuple[str, object | None]:
+    """The name and body of the current context's cluster (None when not found)."""
+    current = data.get("current-context")
+    contexts = [c for c in data.get("contexts") or [] if isinstance(c, Mapping)]
+    context = next((c.get("context") for c in contexts if c.get("name") == current), None)
+    if not isinstance(context, Mapping):
+        return "", None
+    name = context.get("cluster")
+    clusters = [c for c in data.get("clusters") or [] if isinstance(c, Mapping)]
+    for entry in clusters:
+        if entry.get("name") == name:
+            return str(name), entry.get("cluster", {})
+    return "", None
+
+
+def server_problem(server: str) -> str | None:
+    """Why volsched cannot talk to ``server`` (None when it can): an http or https URL
+    with a host and, if given, a port between 1 and 65535."""
+    shown = server if len(server) <= 80 else server[:80] + "…"
+    try:
+        parts = urlsplit(server)
+    except ValueError as exc:
+        return f"{shown!r} is not a URL ({exc})"
+    if parts.scheme not in ("http", "https"):
+        return f"{shown!r} is not an http or https URL"
+    if not parts.hostname:
+        return f"{shown!r} names no host"
+    port_text = parts.netloc.rpartition("]")[2].rpartition(":")
+    if port_text[1]:
+        port = port_text[2]
+        if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
+            return f"{shown!r}: the port must be a number between 1 and 65535"
+    return None
+
+
+def _certificate_problem(value: object) -> str | None:
+    if not isinstance(value, str):
+        return f"must be base64 text, not {type(value).__name__}"
+    try:
+        # Line breaks are allowed, as Go's decoder (and kubectl) allow them.
+        decoded = base64.b64decode("".join(value.split()), validate=True)
+    except (binascii.Error, ValueError):
+        return "not base64"
+    try:
+        context = ssl.create_default_context()
+        context.load_verify_locations(cadata=decoded.decode("ascii"))
+    except (UnicodeDecodeError, ssl.SSLError, ValueError) as exc:
+        return f"not a PEM certificate ({exc})"
+    return None
+
+
+async def api_client(kubeconfig: str | None) -> Any:
+    """kubernetes-asyncio's ``ApiClient`` from a kubeconfig file, or the in-cluster
+    service account when none is given; every problem one ``ConfigError``."""
+    configuration = k8s_client.Configuration()
+    if kubeconfig:
+        check_kubeconfig(kubeconfig)
+    where = kubeconfig or "in-cluster service account"
+    try:
+        if kubeconfig:
+            await k8s_config.load_kube_config(
+                config_file=kubeconfig, client_configuration=configuration, persist_config=False
+            )
+        else:
+            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except _LOADER_ERRORS as exc:
+        raise credentials_error(where, str(exc) or type(exc).__name__) from None
+    # The server the loader settled on, the in-cluster one too.
+    problem = server_problem(str(configuration.host or ""))
+    if problem is not None:
+        raise credentials_error(where, f"server: {problem}")
+    try:
+        return k8s_client.ApiClient(configuration=configuration)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        # Certificate or key data that TLS refuses, found when the client is made.
+        raise credentials_error(where, f"its certificates or keys cannot be used: {exc}") from None

@@ -1,0 +1,131 @@
+"""A damaged database never stops a start: the daemon's own load (``CacheSync``) and the
+journal read of recovery run over every file of the damage corpus, and each ends as the
+corpus says — moved aside and rebuilt, or the bad part skipped with a log line naming
+it — never an exception."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.store.damage import (
+    DAMAGES,
+    DISCARDED,
+    DROPPED,
+    LEFT_OUT,
+    REBUILT,
+    ROWS,
+    SKIPPED,
+    Damage,
+    healthy_store,
+)
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.store import Store, check_file
+from volsched.daemon.watch.cache_sync import CacheSync
+from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.watching import WatchSettings
+
+NOW = 1_700_000_000.0
+
+
+def clock() -> float:
+    return NOW
+
+
+@pytest.fixture(autouse=True)
+def _unfreeze_after_load() -> Iterator[None]:
+    yield
+    gc.unfreeze()
+
+
+async def start_like_the_daemon(path: Path) -> tuple[CacheSync, list[int]]:
+    """Open the store, load it and read the journal as a start does; the sync and the
+    ids of the journal entries recovery would see."""
+    cluster = ClusterCache()
+    store, opened = await Store.open(str(path), clock=clock)
+    try:
+        ingest = Ingest(cluster, None, "default-scheduler", store)
+        sync = CacheSync(
+            None,  # type: ignore[arg-type]  # the load talks to no API server
+            store,
+            opened,
+            ingest,
+            cluster,
+            WatchSettings(),
+            str(path),
+            on_restart=lambda kind: None,
+        )
+        await sync.load_from_disk()
+        entries = await store.journal_pending()
+        sync.drop_restored()
+    finally:
+        await store.close()
+    return sync, [entry.id for entry in entries]
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
+async def test_a_damaged_store_is_rebuilt_or_worked_around_never_crashed_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: Damage
+) -> None:
+    path = tmp_path / "volsched.db"
+    await healthy_store(path, clock)
+    if damage.outcome != ROWS:
+        # A start that finds the parsed snapshot reads no object row; the damage is met
+        # by the next start that reads them (after a crash, or any change on disk).
+        with sqlite3.connect(path) as connection:
+            connection.execute("DELETE FROM snapshot")
+        connection.close()
+    damage.apply(path)
+    with caplog.at_level(logging.INFO):
+        sync, journal = await start_like_the_daemon(path)
+    said = [record.getMessage() for record in caplog.records]
+    assert all("\n" not in message for message in said)
+    if damage.outcome == REBUILT:
+        assert sync.opened.state == "rebuilt"
+        assert sync.opened.moved_to is not None and Path(sync.opened.moved_to).exists()
+        assert not sync.cluster.nodes and journal == []
+        assert check_file(path).healthy
+        return
+    assert sync.opened.state == "warm"
+    assert "node-1" in sync.cluster.nodes
+    if damage.outcome == SKIPPED:
+        assert any("skipping and removing the entry" in m and damage.says in m for m in said)
+        assert journal == ([] if damage.name != "a second journal row, malformed" else [1])
+        # The bad row went with the close's flush: the next start does not meet it.
+        remaining = sqlite3.connect(path).execute("SELECT id FROM journal").fetchall()
+        assert remaining == [(entry,) for entry in journal]
+    else:
+        assert journal == [1]
+    if damage.outcome == ROWS:
+        assert not sync.loaded_from_snapshot
+        assert any("snapshot unusable" in m for m in said)
+        assert set(sync.cluster.pods) == {"ns/p"}
+    if damage.outcome == LEFT_OUT:
+        assert not sync.cluster.pods
+        assert any("skipping a malformed object" in m and damage.says in m for m in said)
+    if damage.outcome in (DROPPED, DISCARDED):
+        assert set(sync.cluster.pods) == {"ns/p"}
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
+async def test_the_resume_points_peeked_before_the_load_are_text_or_none(
+    tmp_path: Path, damage: Damage
+) -> None:
+    """The watches open on the resume points before the load judges the file: a point
+    that is not text is no point at all, never a watch resumed from b'\\x00\\xff'."""
+    path = tmp_path / "volsched.db"
+    await healthy_store(path, clock)
+    damage.apply(path)
+    store, _ = await Store.open(str(path), clock=clock)
+    try:
+        points = await store.peek_resume_points()
+    finally:
+        await store.close()
+    assert all(isinstance(k, str) and isinstance(v, str) for k, v in points.items())
+    if "resume" in damage.name or "resource version" in damage.name:
+        assert points == {}
