@@ -47,6 +47,17 @@ async def setup(cluster: Cluster) -> Daemon:
     return daemon
 
 
+def bind_body(cluster: Cluster, name: str = "web", node: str = "node-1") -> Raw:
+    """kube-scheduler's ExtenderBindingArgs for a pod as the API server holds it."""
+    pod = kube_pod(cluster, name)
+    return {
+        "PodName": name,
+        "PodNamespace": "default",
+        "PodUID": pod["metadata"]["uid"],
+        "Node": node,
+    }
+
+
 async def post(
     daemon: Daemon,
     verb: str,
@@ -106,17 +117,7 @@ async def test_prioritize_scales_to_max_extender_priority(cluster: Cluster) -> N
 
 async def test_bind_runs_the_full_binding_cycle(cluster: Cluster) -> None:
     daemon = await setup(cluster)
-    web = kube_pod(cluster, "web")
-    status, result = await post(
-        daemon,
-        "bind",
-        {
-            "PodName": "web",
-            "PodNamespace": "default",
-            "PodUID": web["metadata"]["uid"],
-            "Node": "node-1",
-        },
-    )
+    status, result = await post(daemon, "bind", bind_body(cluster))
     assert status == 200 and result == {"Error": ""}
     assert cluster.node_of("web") == "node-1"
     volume = cluster.server.get("PersistentVolume", "pv-1")
@@ -131,13 +132,7 @@ async def test_bind_runs_the_full_binding_cycle(cluster: Cluster) -> None:
 
 async def test_concurrent_binds_of_one_pod_run_one_binding_cycle(cluster: Cluster) -> None:
     daemon = await setup(cluster)
-    web = kube_pod(cluster, "web")
-    body = {
-        "PodName": "web",
-        "PodNamespace": "default",
-        "PodUID": web["metadata"]["uid"],
-        "Node": "node-1",
-    }
+    body = bind_body(cluster)
     cluster.server.faults.reset()
     answers = await asyncio.gather(*(post(daemon, "bind", body) for _ in range(6)))
     assert answers == [(200, {"Error": ""})] * 6
@@ -168,17 +163,7 @@ async def test_bind_leaves_the_scheduled_event_to_kube_scheduler(cluster: Cluste
     """kube-scheduler records `Scheduled` itself once an extender has bound the pod, so
     volsched's `/bind` records none: the pod shows one `Scheduled` event, not two."""
     daemon = await setup(cluster)
-    web = kube_pod(cluster, "web")
-    status, result = await post(
-        daemon,
-        "bind",
-        {
-            "PodName": "web",
-            "PodNamespace": "default",
-            "PodUID": web["metadata"]["uid"],
-            "Node": "node-1",
-        },
-    )
+    status, result = await post(daemon, "bind", bind_body(cluster))
     # The call returns once the whole binding cycle, reporting included, is done.
     assert status == 200 and result == {"Error": ""}
     assert cluster.node_of("web") == "node-1"
@@ -271,13 +256,7 @@ async def test_bind_outlasting_the_call_deadline_still_completes(
     cluster: Cluster, controllers: ControllerSettings
 ) -> None:
     daemon = await setup(cluster)
-    web = kube_pod(cluster, "web")
-    body = {
-        "PodName": "web",
-        "PodNamespace": "default",
-        "PodUID": web["metadata"]["uid"],
-        "Node": "node-1",
-    }
+    body = bind_body(cluster)
     status, result = await post(daemon, "bind", body)
     assert status == 200 and result == {"Error": ""}
     assert cluster.node_of("web") == "node-1"
@@ -395,13 +374,7 @@ async def test_claims_prebound_by_kube_scheduler_are_not_bound_again(cluster: Cl
         return found is not None and found["spec"].get("volumeName") == "pv-2"
 
     await eventually(bound_by_kube_scheduler, what="c1 bound to pv-2")
-    web = kube_pod(cluster, "web")
-    body = {
-        "PodName": "web",
-        "PodNamespace": "default",
-        "PodUID": web["metadata"]["uid"],
-        "Node": "node-1",
-    }
+    body = bind_body(cluster)
     status, result = await post(daemon, "bind", body)
     assert status == 200 and result == {"Error": ""}
     assert cluster.node_of("web") == "node-1"
