@@ -127,6 +127,12 @@ class Cluster:
         found = self.server.get("Pod", name, namespace)
         return None if found is None else (found.get("spec") or {}).get("nodeName")
 
+    def selected_node(self, claim: str, namespace: str = "default") -> str | None:
+        """The node a binding cycle asked the claim's provisioner for, if any."""
+        found = self.server.get("PersistentVolumeClaim", claim, namespace) or {}
+        annotations = found.get("metadata", {}).get("annotations") or {}
+        return annotations.get("volume.kubernetes.io/selected-node")
+
     def events_for(self, name: str, namespace: str = "default") -> list[Raw]:
         return [
             e

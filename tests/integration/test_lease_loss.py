@@ -50,16 +50,7 @@ async def test_a_leader_that_lost_its_lease_writes_nothing_more(
     server.load([pod(f"stuck-{i}", (f"c{i}",)) for i in range(10)])
     server.load([pod(f"huge-{i}", cpu="64") for i in range(5)])
     await eventually(
-        lambda: all(
-            "volume.kubernetes.io/selected-node"
-            in (
-                (server.get("PersistentVolumeClaim", f"c{i}", "default") or {})
-                .get("metadata", {})
-                .get("annotations")
-                or {}
-            )
-            for i in range(10)
-        ),
+        lambda: all(cluster.selected_node(f"c{i}") for i in range(10)),
         what="ten bindings waiting",
     )
 

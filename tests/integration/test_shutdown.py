@@ -20,7 +20,6 @@ from tests.store.small_disk import small_disk
 from volsched.emulator import ControllerSettings
 
 STUCK = "stuck.example.com"
-SELECTED = "volume.kubernetes.io/selected-node"
 LOCK_AND_WAIT = """
 import sqlite3, sys, time
 connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
@@ -28,11 +27,6 @@ connection.execute("BEGIN EXCLUSIVE")
 print("locked", flush=True)
 time.sleep(60)
 """
-
-
-def annotations(cluster: Cluster, name: str) -> dict[str, str]:
-    found = cluster.server.get("PersistentVolumeClaim", name, "default") or {}
-    return dict(found.get("metadata", {}).get("annotations") or {})
 
 
 async def leading(cluster: Cluster) -> None:
@@ -84,7 +78,7 @@ async def test_sigterm_with_bindings_waiting_exits_within_seconds(
     process = await cluster.subprocess_daemon()
     try:
         await eventually(
-            lambda: all(SELECTED in annotations(cluster, f"c{i}") for i in range(5)),
+            lambda: all(cluster.selected_node(f"c{i}") for i in range(5)),
             timeout=30,
             what="five bindings waiting on their provisioner",
         )
@@ -93,7 +87,7 @@ async def test_sigterm_with_bindings_waiting_exits_within_seconds(
         raise
     stderr = await stop_and_check(process)
     # Nothing was undone on the way out: recovery's to resolve.
-    assert all(SELECTED in annotations(cluster, f"c{i}") for i in range(5))
+    assert all(cluster.selected_node(f"c{i}") for i in range(5))
     assert "left to recovery by shutdown" in stderr
 
     # The next start recovers every open intent (the provisioner never answered, so
@@ -101,7 +95,7 @@ async def test_sigterm_with_bindings_waiting_exits_within_seconds(
     daemon = await cluster.start_daemon()
     assert daemon.recovered is not None and daemon.recovered.failed == 0
     await eventually(
-        lambda: all(SELECTED in annotations(cluster, f"c{i}") for i in range(5)),
+        lambda: all(cluster.selected_node(f"c{i}") for i in range(5)),
         what="the pods decided again",
     )
 

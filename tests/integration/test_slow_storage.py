@@ -46,16 +46,7 @@ async def test_twenty_stuck_provisions_do_not_hold_up_a_hundred_plain_pods(
     # plain pods arrive.
     server.load([pod(f"stuck-{i}", (f"c{i}",)) for i in range(20)])
     await eventually(
-        lambda: all(
-            "volume.kubernetes.io/selected-node"
-            in (
-                (server.get("PersistentVolumeClaim", f"c{i}", "default") or {})
-                .get("metadata", {})
-                .get("annotations")
-                or {}
-            )
-            for i in range(20)
-        ),
+        lambda: all(cluster.selected_node(f"c{i}") for i in range(20)),
         what="all twenty claims waiting for their provisioner",
     )
     server.load([pod(f"plain-{i}") for i in range(100)])
