@@ -50,6 +50,7 @@ from volsched.daemon.binding.intent import (
 )
 from volsched.daemon.binding.reporting import Reporter
 from volsched.daemon.binding.undo import Undoer
+from volsched.daemon.binding.undo_retry import UndoRetries
 from volsched.daemon.kube.client import KubeClient, resource
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.telemetry.tracing import api_write
@@ -155,6 +156,7 @@ class Binder:
         self.clock = clock
         self.tracer: Tracer = tracer or trace.NoOpTracer()
         self.undoer = Undoer(client, cluster, ingest)
+        self.undo_retries = UndoRetries(self.undo, self.undoer.pod_is_bound, journal, sleep)
         self.leave_to_recovery = False
 
     async def bind(self, decision: Decision) -> bool:
@@ -235,18 +237,15 @@ class Binder:
     async def _give_up(
         self, entry: int | None, intent: Intent, done: Mapping[str, list[str]]
     ) -> None:
-        """Undo the cycle's writes; close its journal entry only if that fully worked,
-        so recovery retries whatever could not be undone now. At shutdown nothing is
-        undone: the open intent is recovery's, at the next start or on the next leader."""
+        """Undo the cycle's writes; close its journal entry only once that fully worked
+        (what could not be undone now is tried again in the background). At shutdown
+        nothing is undone: the open intent is recovery's, at the next start or on the
+        next leader."""
         if self.leave_to_recovery:
             return
         undone = await self.undo(intent, done)
         if undone.failed:
-            log.warning(
-                "binding %s: could not undo %s now; left for recovery",
-                intent.pod,
-                ", ".join(undone.failed),
-            )
+            self.undo_retries.start(entry, intent, done, undone.failed)
             return
         try:
             await self._close(entry, intent)

@@ -61,6 +61,10 @@ class Intent:
     prebinds: list[dict[str, Any]] = field(default_factory=list)
     provisions: list[dict[str, Any]] = field(default_factory=list)
     replicas: list[dict[str, Any]] = field(default_factory=list)
+    # Which binding cycle wrote the annotations: a later cycle of the same pod on the
+    # same node writes its own, which undoing this one must leave alone. Empty for an
+    # intent recorded before cycles were named (it then matches any).
+    cycle: str = field(default_factory=lambda: secrets.token_hex(6))
 
     @property
     def writes_volumes(self) -> bool:
@@ -76,6 +80,7 @@ class Intent:
             "prebinds": self.prebinds,
             "provisions": self.provisions,
             "replicas": self.replicas,
+            "cycle": self.cycle,
         }
 
 
@@ -88,16 +93,32 @@ def forget_assumed(journal: Journal, intent: Intent) -> None:
         journal.delete_assumed("PersistentVolumeClaim", provision["claim"])
 
 
-# On a PV we prebind and a claim we ask to provision: which pod, on which node, the
-# write was for (JSON: pod, podUID, node).
+# On a PV we prebind and a claim we ask to provision: which pod, on which node, and
+# which binding cycle the write was for (JSON: pod, podUID, node, cycle).
 ANN_BINDING_INTENT = "volsched.io/binding-intent"
 
 
 def intent_annotation(intent: Intent) -> str:
     return json.dumps(
-        {"pod": intent.pod, "podUID": intent.pod_uid, "node": intent.node},
+        {"pod": intent.pod, "podUID": intent.pod_uid, "node": intent.node, "cycle": intent.cycle},
         separators=(",", ":"),
     )
+
+
+def written_by(annotations: Mapping[str, str], intent: Intent) -> bool:
+    """Whether an object's binding-intent annotation is ``intent``'s own cycle's.
+
+    An annotation naming another cycle is a later binding of the pod (perhaps on the
+    same node) and is not ours to take back; one without a cycle, unreadable, or absent
+    is treated as ours, as before cycles were named."""
+    if not intent.cycle:
+        return True
+    try:
+        data = json.loads(annotations.get(ANN_BINDING_INTENT) or "{}")
+    except ValueError:
+        return True
+    cycle = data.get("cycle") if isinstance(data, dict) else None
+    return not cycle or cycle == intent.cycle
 
 
 def intent_for(decision: Decision) -> Intent:

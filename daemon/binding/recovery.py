@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, NotFound
+from volsched.cache.errors import ApiError
 from volsched.daemon.binding.binder import Binder
 from volsched.daemon.binding.intent import ANN_BINDING_INTENT, Intent, forget_assumed
 
@@ -47,6 +47,7 @@ def intent_from_json(data: dict[str, object]) -> Intent:
         prebinds=items("prebinds"),
         provisions=items("provisions"),
         replicas=items("replicas"),
+        cycle=str(data.get("cycle") or ""),
     )
 
 
@@ -58,13 +59,14 @@ def intents_in_the_api(cluster: ClusterCache, skip_pods: set[str]) -> list[Inten
     volume — or provisioned for a pod that is (in the cache) pending or on another node:
     its annotations are released, the volume stays. Pods the local journal already
     covers are left to it."""
-    by_pod: dict[str, Intent] = {}
+    by_pod: dict[tuple[str, str], Intent] = {}
 
     def intent_of(annotation: str, provisioned: bool = False) -> Intent | None:
         try:
             data = json.loads(annotation)
             pod, uid, node = str(data["pod"]), str(data["podUID"]), str(data["node"])
-        except (ValueError, KeyError, TypeError):
+            cycle = str(data.get("cycle") or "")
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None
         if "/" not in pod or pod in skip_pods:
             return None
@@ -74,7 +76,7 @@ def intents_in_the_api(cluster: ClusterCache, skip_pods: set[str]) -> list[Inten
             placed = cluster.pods.get(pod)
             if placed is None or placed.meta.uid != uid or placed.node_name == node:
                 return None
-        return by_pod.setdefault(pod, Intent(pod, uid, node))
+        return by_pod.setdefault((pod, cycle), Intent(pod, uid, node, cycle=cycle))
 
     for pv in cluster.pvs.values():
         annotation = pv.meta.annotations.get(ANN_BINDING_INTENT)
@@ -108,7 +110,7 @@ async def recover(binder: Binder) -> RecoveryReport:
     for entry in pending:
         try:
             intent = intent_from_json(entry.intent)
-            if await _pod_is_bound(binder, intent):
+            if await binder.undoer.pod_is_bound(intent):
                 report.finished += 1
             else:
                 undone = await binder.undo(intent)
@@ -144,7 +146,7 @@ async def recover(binder: Binder) -> RecoveryReport:
 
 async def _resolve_api_intent(binder: Binder, intent: Intent, report: RecoveryReport) -> None:
     try:
-        if await _pod_is_bound(binder, intent):
+        if await binder.undoer.pod_is_bound(intent):
             report.finished += 1
             return
         undone = await binder.undo(intent)
@@ -162,19 +164,3 @@ async def _resolve_api_intent(binder: Binder, intent: Intent, report: RecoveryRe
         len(undone.released),
         len(undone.kept),
     )
-
-
-async def _pod_is_bound(binder: Binder, intent: Intent) -> bool:
-    """Whether the intent's pod is bound on the intent's node. A pod bound elsewhere
-    (placed again after its first binding was abandoned) leaves the intent to undo:
-    undo keeps whatever got bound and releases only what still names the claim."""
-    namespace, name = intent.pod.split("/", 1)
-    try:
-        pod = await binder.client.get("Pod", name, namespace)
-    except NotFound:
-        return False
-    uid = (pod.get("metadata") or {}).get("uid")
-    if intent.pod_uid and uid != intent.pod_uid:
-        return False
-    node = (pod.get("spec") or {}).get("nodeName")
-    return bool(node) and (not intent.node or node == intent.node)

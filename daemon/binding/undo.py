@@ -18,7 +18,7 @@ from volsched.cache.objects.storage import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
 )
-from volsched.daemon.binding.intent import ANN_BINDING_INTENT, Intent, UndoResult
+from volsched.daemon.binding.intent import ANN_BINDING_INTENT, Intent, UndoResult, written_by
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest
 
@@ -51,7 +51,7 @@ class Undoer:
                 result.kept.append(prebind["pv"])
                 continue
             try:
-                released = await self._release_pv(prebind["pv"], prebind["claim"])
+                released = await self._release_pv(prebind["pv"], prebind["claim"], intent)
             except ApiError as exc:
                 log.warning("could not release PV %s: %s", prebind["pv"], exc)
                 result.failed.append(f"PersistentVolume {prebind['pv']}")
@@ -64,7 +64,7 @@ class Undoer:
         )
         for provision in provisions:
             try:
-                await self._release_claim(provision["claim"], intent.node)
+                await self._release_claim(provision["claim"], intent)
             except ApiError as exc:
                 log.warning("could not release claim %s: %s", provision["claim"], exc)
                 result.failed.append(f"PersistentVolumeClaim {provision['claim']}")
@@ -86,8 +86,25 @@ class Undoer:
                 self.ingest.delete_key("Replica", replica["name"])
         return result
 
-    async def _release_pv(self, pv_name: str, claim_key: str) -> bool:
-        """Clear a claimRef we wrote unless the claim got bound to the PV; True if cleared."""
+    async def pod_is_bound(self, intent: Intent) -> bool:
+        """Whether the intent's pod is bound on the intent's node, as the API server says
+        now. A pod bound elsewhere (placed again after its first binding was abandoned)
+        leaves the intent to undo: undo keeps whatever got bound and releases only what
+        still names the claim."""
+        namespace, name = intent.pod.split("/", 1)
+        try:
+            pod = await self.client.get("Pod", name, namespace)
+        except NotFound:
+            return False
+        uid = (pod.get("metadata") or {}).get("uid")
+        if intent.pod_uid and uid != intent.pod_uid:
+            return False
+        node = (pod.get("spec") or {}).get("nodeName")
+        return bool(node) and (not intent.node or node == intent.node)
+
+    async def _release_pv(self, pv_name: str, claim_key: str, intent: Intent) -> bool:
+        """Clear a claimRef we wrote unless the claim got bound to the PV, or a later
+        cycle of the pod wrote it again; True if cleared."""
         for _attempt in range(3):
             try:
                 raw = await self.client.get("PersistentVolume", pv_name)
@@ -95,6 +112,8 @@ class Undoer:
                 return False
             ref = (raw.get("spec") or {}).get("claimRef") or {}
             if f"{ref.get('namespace')}/{ref.get('name')}" != claim_key:
+                return False
+            if not written_by((raw.get("metadata") or {}).get("annotations") or {}, intent):
                 return False
             claim = self.cluster.pvcs.get_api(claim_key)
             if claim is not None and claim.volume_name == pv_name and claim.fully_bound:
@@ -126,30 +145,41 @@ class Undoer:
             return True
         return False
 
-    async def _release_claim(self, claim_key: str, node: str) -> None:
-        """Remove the selected-node annotation (and the intent) we wrote for ``node``.
+    async def _release_claim(self, claim_key: str, intent: Intent) -> None:
+        """Remove the selected-node annotation (and the intent) we wrote for the intent's
+        node; an API error is raised, for the caller to try again.
 
         A claim with no volume yet tells its provisioner to stop. A claim the provisioner
         already served keeps its volume, but loses the annotations too: a volume that
         other nodes can reach (no node affinity) lets the pod be placed elsewhere, and
-        the claim must not go on naming a node its pod is not on."""
+        the claim must not go on naming a node its pod is not on. Annotations a later
+        cycle of the pod wrote are left alone, and the patch carries the resourceVersion
+        it was decided on, so a cycle that writes in between is never undone."""
         namespace, name = claim_key.split("/", 1)
-        try:
-            raw = await self.client.get("PersistentVolumeClaim", name, namespace)
-        except NotFound:
+        for _attempt in range(3):
+            try:
+                raw = await self.client.get("PersistentVolumeClaim", name, namespace)
+            except NotFound:
+                return
+            meta = raw.get("metadata") or {}
+            annotations = meta.get("annotations") or {}
+            if annotations.get(ANN_SELECTED_NODE) != intent.node:
+                return
+            if not written_by(annotations, intent):
+                return
+            patch = {
+                "metadata": {
+                    "resourceVersion": meta.get("resourceVersion"),
+                    "annotations": {ANN_SELECTED_NODE: None, ANN_BINDING_INTENT: None},
+                }
+            }
+            try:
+                updated = await self.client.patch(
+                    "PersistentVolumeClaim", name, patch, namespace=namespace
+                )
+            except Conflict:
+                continue
+            updated.setdefault("kind", "PersistentVolumeClaim")
+            self.ingest.upsert("PersistentVolumeClaim", updated)
             return
-        annotations = (raw.get("metadata") or {}).get("annotations") or {}
-        if annotations.get(ANN_SELECTED_NODE) != node:
-            return
-        try:
-            updated = await self.client.patch(
-                "PersistentVolumeClaim",
-                name,
-                {"metadata": {"annotations": {ANN_SELECTED_NODE: None, ANN_BINDING_INTENT: None}}},
-                namespace=namespace,
-            )
-        except ApiError as exc:
-            log.warning("could not release claim %s: %s", claim_key, exc)
-            return
-        updated.setdefault("kind", "PersistentVolumeClaim")
-        self.ingest.upsert("PersistentVolumeClaim", updated)
+        raise Conflict(409, f"claim {claim_key} kept changing while its annotations were released")

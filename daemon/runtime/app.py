@@ -310,6 +310,7 @@ class Daemon:
         self.loop.gate.clear()
         self._leading.clear()
         await self.loop.abandon_bindings()
+        await self.binder.undo_retries.stop()
 
     @property
     def http_port(self) -> int:
@@ -329,6 +330,7 @@ class Daemon:
         deadline = clock() + min(self.options.grace_seconds, SHUTDOWN_SECONDS)
         self.binder.leave_to_recovery = True
         unfinished = await self.loop.drain(min(self.options.grace_seconds, BINDING_GRACE_SECONDS))
+        await self.binder.undo_retries.stop()
         if unfinished:
             log.warning("%d binding cycle(s) left to recovery by shutdown", unfinished)
         if self._elector_task is not None:

@@ -272,7 +272,10 @@ BAD_OBJECTS = [
 @pytest.mark.parametrize(
     ("parse", "base", "path", "value", "field"),
     BAD_OBJECTS,
-    ids=[f"{row[0].__name__}:{row[2]}={row[3]!r}" for row in BAD_OBJECTS],
+    ids=[
+        f"{row[0].__name__}:{row[2]}" + ("=<deleted>" if row[3] is _DELETE else f"={row[3]!r}")
+        for row in BAD_OBJECTS
+    ],
 )
 def test_bad_values_name_the_field(
     parse: Any, base: dict[str, Any], path: str, value: Any, field: str
