@@ -70,7 +70,11 @@ async def test_a_high_priority_pod_preempts_on_the_node_holding_its_volume(
     assert (target["status"], target["reason"]) == ("True", "PreemptionByScheduler")
     assert target["message"] == "volsched: preempting to accommodate a higher priority pod"
     assert cluster.pod("db")["status"]["nominatedNodeName"] == "node-1"
-    preempted = [e for e in cluster.events_for("batch") if e["reason"] == "Preempted"]
+    # The event is written after the victim's condition: wait for it, do not race it.
+    preempted = await eventually(
+        lambda: [e for e in cluster.events_for("batch") if e["reason"] == "Preempted"],
+        what="the victim's Preempted event",
+    )
     db_uid = cluster.pod("db")["metadata"]["uid"]
     assert [e["message"] for e in preempted] == [f"Preempted by pod {db_uid} on node node-1"]
     failed = [e for e in cluster.events_for("db") if e["reason"] == "FailedScheduling"]
