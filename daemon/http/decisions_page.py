@@ -3,14 +3,15 @@
 - ``/decisions``: the pending pods with the message the daemon last reported for each
   (the FailedScheduling text), and where the replicas of replicated volumes live, zone
   by zone, node by node, disk by disk;
-- ``/decisions/pods/{namespace}/{name}``: for one pod, the per-node filter and score
-  table of ``volsched explain``, decided now against the live cache.
+- ``/decisions?pod=NAMESPACE/NAME``: for one pod, the per-node filter and score table of
+  ``volsched explain``, decided now against the live cache.
 
 Pages are rendered on the server from Jinja2 templates shipped in the package, with
 autoescaping on: object names are user input and are always shown as text. No
 JavaScript, and a Content-Security-Policy that would refuse any. The routes sit behind
 the same authentication and authorisation as ``/metrics`` (``http.auth``): a caller
-needs ``get`` on the non-resource path ``/decisions`` or ``/decisions/*``.
+needs ``get`` on the non-resource URL ``/decisions`` — one path for both pages (the pod
+is a query parameter), so one RBAC rule without a wildcard grants them.
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ class DecisionsPage:
         )
 
     async def index(self, request: web.Request) -> web.Response:
+        wanted = request.query.get("pod")
+        if wanted is not None:
+            return self._pod(wanted)
         return self._render(
             "decisions/index.html",
             pending=pending_view(self.source),
@@ -102,13 +106,21 @@ class DecisionsPage:
             limits=self.source.limits,
         )
 
-    async def pod(self, request: web.Request) -> web.Response:
-        namespace = request.match_info["namespace"]
-        name = request.match_info["name"]
-        pod = self.source.cluster.pods.get(f"{namespace}/{name}")
+    def _pod(self, wanted: str) -> web.Response:
+        namespace, slash, name = wanted.partition("/")
+        if not slash or not namespace or not name or "/" in name:
+            return self._render(
+                "decisions/not_found.html",
+                status=400,
+                problem=f"pod={wanted}: give the pod as NAMESPACE/NAME",
+            )
+        pod = self.source.cluster.pods.get(wanted)
         if pod is None:
             return self._render(
-                "decisions/not_found.html", status=404, namespace=namespace, name=name
+                "decisions/not_found.html",
+                status=404,
+                problem=f"Pod {wanted} is not in the scheduler's cache: it does not exist, "
+                "was deleted, or has not been seen yet.",
             )
         return self._render(
             "decisions/pod.html", view=pod_explanation(self.source, pod), limits=self.source.limits
@@ -122,7 +134,4 @@ def decisions_routes(
     limits: PageLimits | None = None,
 ) -> list[web.RouteDef]:
     page = DecisionsPage(DecisionsSource(cluster, profiles, attempts, limits or PageLimits()))
-    return [
-        web.get(PAGE_PATH, page.index),
-        web.get(PAGE_PATH + "/pods/{namespace}/{name}", page.pod),
-    ]
+    return [web.get(PAGE_PATH, page.index)]

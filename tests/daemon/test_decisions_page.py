@@ -1,6 +1,6 @@
 """The decisions page over real HTTP (aiohttp's test server, the daemon's own app
 factory and middleware) and a cache built from parsed objects: names shown as text,
-a 404 page for an unknown pod, every list bounded, and a question that reserves nothing.
+an error page for an unknown pod, every list bounded, and a question that reserves nothing.
 Authentication is tested against the emulator in tests/integration."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from volsched.scheduling.profile_builder import PluginSet
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.storage_placement import ReplicaContext
 
-HOSTILE_POD = "<script>alert(1)</script>"
+HOSTILE_POD = "<script>alert(1)"
 HOSTILE_VOLUME = "<svg onload=alert(2)>"
 UNSCHEDULABLE = "0/1 nodes are available: 1 Insufficient cpu."
 
@@ -84,31 +84,39 @@ async def test_names_are_shown_as_text_never_as_markup(pages: list[Page]) -> Non
 
     status, body, headers = await page.get("/decisions")
     assert status == 200
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body
+    assert "&lt;script&gt;alert(1)" in body
     assert "&lt;svg onload=alert(2)&gt;" in body
     assert "&lt;b&gt;why&lt;/b&gt;" in body
     assert "<script" not in body and "<svg" not in body and "<b>" not in body
     # And were anything to slip through, the browser would refuse to run it.
     assert "default-src 'none'" in headers["Content-Security-Policy"]
 
-    status, body, _ = await page.get(f"/decisions/pods/default/{quote(HOSTILE_POD, safe='')}")
+    status, body, _ = await page.get(f"/decisions?pod={quote(f'default/{HOSTILE_POD}', safe='')}")
     assert status == 200
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in body and "<script" not in body
+    assert "&lt;script&gt;alert(1)" in body and "<script" not in body
     assert UNSCHEDULABLE in body
 
 
 @pytest.mark.parametrize(
-    "path",
-    ["/decisions/pods/default/nope", "/decisions/pods/no-such-namespace/web"],
+    ("pod_parameter", "status", "says"),
+    [
+        ("default/nope", 404, "Pod default/nope is not in the scheduler"),
+        ("elsewhere/web", 404, "Pod elsewhere/web is not in the scheduler"),
+        ("web", 400, "pod=web: give the pod as NAMESPACE/NAME"),
+        ("default/", 400, "pod=default/: give the pod as NAMESPACE/NAME"),
+        ("a/b/c", 400, "pod=a/b/c: give the pod as NAMESPACE/NAME"),
+    ],
 )
-async def test_an_unknown_pod_is_a_404_page(pages: list[Page], path: str) -> None:
+async def test_an_unknown_pod_is_an_error_page_not_a_traceback(
+    pages: list[Page], pod_parameter: str, status: int, says: str
+) -> None:
     page = await serve_page(cache_of(node("node-1"), volsched_pod("web")))
     pages.append(page)
-    status, body, headers = await page.get(path)
-    assert status == 404
+    got, body, headers = await page.get(f"/decisions?pod={quote(pod_parameter)}")
+    assert got == status
     assert headers["Content-Type"].startswith("text/html")
-    assert "Pod not found" in body and path.removeprefix("/decisions/pods/") in body
-    assert "Traceback" not in body
+    assert says in body
+    assert "Traceback" not in body and "Pending pods" not in body
 
 
 def bounded_cluster() -> ClusterCache:
@@ -131,7 +139,7 @@ def bounded_cluster() -> ClusterCache:
         ("/decisions", 'class="pending-pod"', 5, "… and 2 more pending pod(s)"),
         ("/decisions", 'class="volume"', 2, "… and 2 more volume(s)"),
         ("/decisions", 'data-node="', 3, "… and 3 more storage node(s)"),
-        ("/decisions/pods/default/app-0", 'class="node-row"', 4, "… and 2 more node(s)"),
+        ("/decisions?pod=default/app-0", 'class="node-row"', 4, "… and 2 more node(s)"),
     ],
 )
 async def test_lists_are_bounded_with_a_count_of_the_rest(
@@ -156,7 +164,7 @@ async def test_a_pod_that_fits_is_decided_without_reserving_anything(pages: list
     page = await serve_page(cluster)
     pages.append(page)
     generation = cluster.generation
-    status, body, _ = await page.get("/decisions/pods/default/web")
+    status, body, _ = await page.get("/decisions?pod=default/web")
     assert status == 200
     rows = re.findall(r'data-node="([^"]+)".*?result-([a-z-]+)', body, re.S)
     assert rows[-1] == ("node-tiny", "rejected")
@@ -170,7 +178,7 @@ async def test_a_pod_that_fits_is_decided_without_reserving_anything(pages: list
 async def test_a_scheduled_pod_says_where_it_runs(pages: list[Page]) -> None:
     page = await serve_page(cache_of(node("node-1"), volsched_pod("web", node_name="node-1")))
     pages.append(page)
-    status, body, _ = await page.get("/decisions/pods/default/web")
+    status, body, _ = await page.get("/decisions?pod=default/web")
     assert status == 200
     assert "Scheduled to <code>node-1</code>" in body
     assert 'class="node-row"' not in body
