@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from volsched.cache.node_info import NodeInfo
-from volsched.scheduling.framework.profile import Profile
-from volsched.scheduling.framework.runner import Decision
-from volsched.scheduling.plugins.volume_binding import rejection_details
+from volsched.scheduling.explanation import explain_json, preemption_json
 from volsched.scheduling.simulation import PodOutcome
+
+__all__ = [
+    "explain_json",
+    "explain_table",
+    "pod_json",
+    "preemption_json",
+    "simulation_json",
+    "simulation_table",
+]
 
 
 def pod_json(outcome: PodOutcome) -> dict[str, Any]:
@@ -23,20 +28,6 @@ def pod_json(outcome: PodOutcome) -> dict[str, Any]:
         "scores": dict(sorted(decision.scores.items())),
         "volumes": outcome.volumes,
         **preemption_json(outcome),
-    }
-
-
-def preemption_json(outcome: PodOutcome) -> dict[str, Any]:
-    """``nominatedNode``, ``victims`` and ``preemption`` (the PostFilter message: null when
-    preemption did not run, "" when it succeeded, as upstream's successful PostFilter
-    carries no message)."""
-    preemption = outcome.preemption
-    if preemption is None:
-        return {"nominatedNode": None, "victims": [], "preemption": None}
-    return {
-        "nominatedNode": preemption.node,
-        "victims": [victim.meta.key for victim in preemption.victims],
-        "preemption": preemption.message or "",
     }
 
 
@@ -90,79 +81,6 @@ def simulation_table(outcomes: list[PodOutcome], volumes: list[dict[str, Any]]) 
             )
         text += "\n\n" + _table(volume_rows)
     return text + "\n"
-
-
-def _plugin_details(
-    decision: Decision, profile: Profile, name: str, nodes: Mapping[str, NodeInfo]
-) -> list[str]:
-    """What the rejecting plugin says about this node, if it explains itself (which term
-    or constraint rejected it); asked only here, never during a cycle."""
-    rejected_by = decision.rejected_plugin.get(name)
-    node = nodes.get(name)
-    if rejected_by is None or node is None:
-        return []
-    for predicate in profile.predicates:
-        if predicate.plugin.name != rejected_by:
-            continue
-        explain = getattr(predicate.plugin, "explain", None)
-        if callable(explain):
-            text = explain(decision.state, decision.pod, node)
-            return [text] if isinstance(text, str) and text else []
-    return []
-
-
-def explain_json(
-    outcome: PodOutcome,
-    profile: Profile,
-    all_nodes: list[str],
-    nodes: Mapping[str, NodeInfo] | None = None,
-) -> dict[str, Any]:
-    """Per node, why the pod's filter cycle accepted or rejected it; for a pod that
-    preempted, the rows are those of the cycle that failed, each candidate node with the
-    victims its eviction would take."""
-    final = outcome.decision
-    decision = outcome.filter_decision or final
-    preemption = outcome.preemption
-    weights = {p.policy_name: p.weight for p in profile.priorities}
-    evaluated = set(decision.evaluated) | set(decision.filtered)
-    rows: list[dict[str, Any]] = []
-    for name in all_nodes:
-        row: dict[str, Any] = {"node": name}
-        if name in decision.filtered:
-            row["result"] = "rejected"
-            row["predicate"] = decision.rejected_by.get(name)
-            row["reasons"] = decision.filtered[name]
-            details = rejection_details(decision.state, name) + _plugin_details(
-                decision, profile, name, nodes or {}
-            )
-            if details:
-                row["details"] = details
-        elif name in decision.scores:
-            row["result"] = "chosen" if name == decision.node else "feasible"
-            row["scores"] = {
-                priority: {"score": score, "weight": weights.get(priority, 0)}
-                for priority, score in decision.score_parts.get(name, {}).items()
-            }
-            row["total"] = decision.scores[name]
-        elif name in evaluated:
-            row["result"] = "feasible"
-        else:
-            row["result"] = "not-evaluated"
-        if preemption is not None:
-            candidate = preemption.candidates.get(name)
-            if candidate is not None:
-                row["victims"] = [victim.meta.key for victim in candidate.pods]
-            elif name in preemption.rejected:
-                row["preemption"] = preemption.rejected[name]
-        rows.append(row)
-    return {
-        "pod": final.pod.meta.key,
-        "node": final.node,
-        "message": final.message if final.node is None else None,
-        "volumes": outcome.volumes,
-        **preemption_json(outcome),
-        "nodes": rows,
-    }
 
 
 def explain_table(report: dict[str, Any]) -> str:

@@ -34,12 +34,13 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError, NotFound, StoreError
 from volsched.cache.objects.core import Pod
 from volsched.cache.store import OpenResult, Store, StoreStats
+from volsched.daemon.binding.attempts import LastAttempts, RecordingReporter
 from volsched.daemon.binding.binder import Binder, BindingSettings
 from volsched.daemon.binding.preempting import Preempting
 from volsched.daemon.binding.recovery import RecoveryReport, recover
 from volsched.daemon.binding.replica_reconciler import ReplicaReconciler
-from volsched.daemon.binding.reporting import Reporter
 from volsched.daemon.config.settings import Settings
+from volsched.daemon.http.decisions_page import decisions_routes
 from volsched.daemon.http.extender import Extender, ExtenderSettings, extender_routes
 from volsched.daemon.http.server import HealthChecks, bound_port
 from volsched.daemon.http.setup import serve_daemon_http
@@ -165,7 +166,10 @@ class Daemon:
             on_change=self.changes.notify,
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
         )
-        self.reporter = Reporter(writes, settings.scheduler_name, self.options.instance, clock)
+        self.attempts = LastAttempts()
+        self.reporter = RecordingReporter(
+            self.attempts, writes, settings.scheduler_name, self.options.instance, clock
+        )
         self.binder = Binder(
             writes,
             self.cluster,
@@ -244,7 +248,8 @@ class Daemon:
                 self.settings.http,
                 self.authenticating,
                 self.health(),
-                extender_routes(self.extender),
+                extender_routes(self.extender)
+                + decisions_routes(self.cluster, self.profiles, self.attempts),
             )
         # Warm or cold, nothing is decided before every kind has caught up with the API
         # server: a stored cache is a head start, never a source of decisions.

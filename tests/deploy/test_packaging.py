@@ -45,6 +45,9 @@ def test_the_wheel_holds_one_top_level_package(wheel: Path) -> None:
         assert f"volsched/{subpackage}/__init__.py" in names
     # alembic needs the migration scripts and their template at run time.
     assert "volsched/migrations/script.py.mako" in names
+    # The decisions page renders its templates from the package.
+    for page in ("base", "index", "pod", "not_found"):
+        assert f"volsched/daemon/http/templates/decisions/{page}.html" in names
     assert any(name.startswith("volsched/migrations/versions/0001_") for name in names)
 
 
