@@ -146,7 +146,8 @@ async def list_cluster(client: KubeClient, progress: Progress) -> list[Raw]:
             objects += await _list_kind(client, kind, progress, len(objects))
     except ApiError as exc:
         host = client.api.configuration.host
-        raise ConfigError(f"{host}: cannot read the cluster: {exc}") from None
+        problem = str(exc).removeprefix("0: ")  # no HTTP status: the server never answered
+        raise ConfigError(f"{host}: cannot read the cluster: {problem}") from None
     finally:
         progress.done()
     return objects

@@ -185,3 +185,57 @@ async def test_nothing_is_written_even_by_a_client_whose_writes_all_fail(
     }
     assert after == before
     assert server.faults.pending_failures() == 4000
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ("snapshot", "--kubeconfig", "{missing}"),
+            "cannot load Kubernetes credentials: No such file",
+        ),
+        (
+            ("snapshot", "--kubeconfig", "{kubeconfig}", "--context", "prod"),
+            'context "prod" does not exist',
+        ),
+        (
+            ("simulate", "--kubeconfig", "{unreachable}"),
+            "http://127.0.0.1:1: cannot read the cluster: GET /api/v1/nodes: Cannot connect",
+        ),
+        (
+            ("explain", "shop/nobody", "--kubeconfig", "{kubeconfig}"),
+            "pod shop/nobody is not in the snapshot",
+        ),
+        (
+            ("explain", "shop/web/0", "--kubeconfig", "{kubeconfig}"),
+            "shop/web/0: give the pod as NAMESPACE/NAME",
+        ),
+        (
+            ("explain", "/web", "--kubeconfig", "{kubeconfig}"),
+            "/web: give the pod as NAMESPACE/NAME",
+        ),
+        (
+            ("simulate", "snapshot.yaml", "--kubeconfig", "{kubeconfig}"),
+            "give snapshot files or --kubeconfig/--context, not both",
+        ),
+    ],
+)
+async def test_each_input_mistake_is_one_line_and_status_2(
+    server: ApiServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: tuple[str, ...],
+    error: str,
+) -> None:
+    server.load(documents(ROOT / "examples" / "cluster.yaml"))
+    paths = {
+        "missing": str(tmp_path / "missing"),
+        "kubeconfig": str(write_kubeconfig(tmp_path / "kubeconfig", server.url)),
+        # Nothing listens on port 1: the connection is refused at once.
+        "unreachable": str(write_kubeconfig(tmp_path / "unreachable", "http://127.0.0.1:1")),
+    }
+    status, out, err = await cli(capsys, *(arg.format(**paths) for arg in argv))
+    assert status == 2
+    assert err.startswith("volsched: ") and error in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert out == ""
