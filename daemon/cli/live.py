@@ -137,17 +137,18 @@ async def list_cluster(client: KubeClient, progress: Progress) -> list[Raw]:
     try:
         for kind in (*CORE_KINDS, *STORAGE_KINDS):
             info = KINDS[kind]
-            if kind in STORAGE_KINDS:
-                # A CRD that is not installed is nothing to read, not an error.
-                if info.api_version not in served:
-                    served[info.api_version] = await client.served(info.api_version)
-                if info.plural not in served[info.api_version]:
-                    continue
-            objects += await _list_kind(client, kind, progress, len(objects))
-    except ApiError as exc:
-        host = client.api.configuration.host
-        problem = str(exc).removeprefix("0: ")  # no HTTP status: the server never answered
-        raise ConfigError(f"{host}: cannot read the cluster: {problem}") from None
+            try:
+                if kind in STORAGE_KINDS:
+                    # A CRD that is not installed is nothing to read, not an error.
+                    if info.api_version not in served:
+                        served[info.api_version] = await client.served(info.api_version)
+                    if info.plural not in served[info.api_version]:
+                        continue
+                objects += await _list_kind(client, kind, progress, len(objects))
+            except ApiError as exc:
+                host = client.api.configuration.host
+                problem = str(exc).removeprefix("0: ")  # no status: the server never answered
+                raise ConfigError(f"{host}: cannot list {info.plural}: {problem}") from None
     finally:
         progress.done()
     return objects

@@ -200,7 +200,7 @@ async def test_nothing_is_written_even_by_a_client_whose_writes_all_fail(
         ),
         (
             ("simulate", "--kubeconfig", "{unreachable}"),
-            "http://127.0.0.1:1: cannot read the cluster: GET /api/v1/nodes: Cannot connect",
+            "http://127.0.0.1:1: cannot list nodes: GET /api/v1/nodes: Cannot connect",
         ),
         (
             ("explain", "shop/nobody", "--kubeconfig", "{kubeconfig}"),
@@ -239,3 +239,14 @@ async def test_each_input_mistake_is_one_line_and_status_2(
     assert err.startswith("volsched: ") and error in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert out == ""
+
+
+async def test_a_list_the_server_refuses_is_named(
+    server: ApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    message = 'poddisruptionbudgets.policy is forbidden: User "dev" cannot list resource'
+    server.faults.fail_next("GET", "/poddisruptionbudgets", 403, message=message)
+    kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", server.url))
+    status, out, err = await cli(capsys, "snapshot", "--kubeconfig", kubeconfig)
+    assert status == 2 and out == ""
+    assert err == f"volsched: {server.url}: cannot list poddisruptionbudgets: 403: {message}\n"
