@@ -112,7 +112,11 @@ async def test_a_snapshot_decides_as_the_objects_it_was_taken_from(
 async def test_explain_says_why_a_pod_is_pending_node_by_node(
     server: ApiServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    server.load(documents(ROOT / "examples" / "cluster.yaml"))
+    objects = documents(ROOT / "examples" / "cluster.yaml")
+    # Another scheduler's pod: explain answers for any pod.
+    [report] = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] == "report"]
+    report["spec"]["schedulerName"] = "someone-else"
+    server.load(objects)
     kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", server.url, namespace="batch"))
     # A bare name is looked for in the context's namespace.
     status, out, err = await cli(
@@ -250,3 +254,21 @@ async def test_a_list_the_server_refuses_is_named(
     status, out, err = await cli(capsys, "snapshot", "--kubeconfig", kubeconfig)
     assert status == 2 and out == ""
     assert err == f"volsched: {server.url}: cannot list poddisruptionbudgets: 403: {message}\n"
+
+
+async def test_a_listing_whose_continue_token_expired_starts_again(
+    server: ApiServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server.load(documents(ROOT / "examples" / "cluster.yaml"))
+    monkeypatch.setattr(live, "PAGE_SIZE", 2)
+    # The API server answers a continue token older than its compaction with 410.
+    server.faults.fail_next("GET", r"/api/v1/pods\?.*continue=", 410, message="too old")
+    kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", server.url))
+    status, out, err = await cli(capsys, "snapshot", "--kubeconfig", kubeconfig)
+    assert status == 0, err
+    pods = [o for o in yaml.safe_load(out)["items"] if o["kind"] == "Pod"]
+    assert len(pods) == len(server.list("Pod"))
+    assert server.faults.pending_failures() == 0
