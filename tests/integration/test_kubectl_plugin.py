@@ -101,6 +101,11 @@ async def test_the_installed_plugin_reads_the_cluster_of_kubeconfig(
     )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, err.decode()
+    # No storage CRD is installed here: discovery says so and nothing more is asked, or said.
+    assert err == b""
+    for group in ("volsched.io/v1alpha1", "longhorn.io/v1beta2"):
+        assert server.faults.requests("GET", f"^/apis/{group}$")
+        assert not server.faults.requests("GET", f"^/apis/{group}/")
     report = json.loads(out)
     assert report["pod"] == "batch/report"
     assert report["message"].startswith("0/3 nodes are available")
