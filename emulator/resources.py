@@ -85,6 +85,7 @@ BUILTIN: tuple[ResourceType, ...] = (
     _builtin("", "v1", "services", "Service", True, ("svc",), ("status",)),
     _builtin("", "v1", "events", "Event", True, ("ev",)),
     _builtin("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    _builtin("", "v1", "secrets", "Secret", True),
     _builtin("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
     _builtin("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
     _builtin("storage.k8s.io", "v1", "csinodes", "CSINode", False),

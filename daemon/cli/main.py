@@ -6,6 +6,8 @@
     volsched migrate [--config FILE | --database PATH] [--check]
     volsched simulate FILE... [--policy P] [--config C] [--seed N] [--now T] [-o json|table]
     volsched explain NAMESPACE/POD FILE... [same options]
+    volsched snapshot [--kubeconfig FILE] [--context C] [-o FILE]
+    volsched simulate | explain … without FILEs: the live cluster, read-only (see ``live``)
 
 Exit status 0 when the snapshot was read (pods may still be pending), 2 with one line on
 stderr for anything the user can fix (unreadable file, malformed object, bad policy or
@@ -31,13 +33,13 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, VolschedError
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.fields import parse_time
+from volsched.daemon.cli import live
 from volsched.daemon.cli.report import (
     explain_json,
     explain_table,
     simulation_json,
     simulation_table,
 )
-from volsched.daemon.cli.snapshot_files import load_snapshot
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.overrides import address_problem, apply_overrides
 from volsched.daemon.config.policy_file import load_policy_file
@@ -93,7 +95,7 @@ def _now(args: argparse.Namespace) -> float:
 def decide_snapshot(args: argparse.Namespace) -> Run:
     now = _now(args)
     settings = load_settings(args.config)
-    cluster = load_snapshot(args.files)
+    cluster = live.load_cluster(args, os.environ)
     replicas = ReplicaContext(cluster, settings.replica_scheduling, clock=lambda: now)
     checks = storage_provisioners(replicas)
     rng = random.Random(args.seed)
@@ -110,7 +112,12 @@ def decide_snapshot(args: argparse.Namespace) -> Run:
 
 
 def _add_snapshot_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="YAML or JSON snapshot files")
+    parser.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="YAML or JSON snapshot files (none: read the live cluster of the kubeconfig)",
+    )
     parser.add_argument("--policy", metavar="POLICY.json", help="scheduler Policy file")
     parser.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
     parser.add_argument("--seed", type=int, default=None, help="seed for breaking score ties")
@@ -141,8 +148,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    if "/" not in args.pod:
-        raise ConfigError(f"{args.pod}: give the pod as NAMESPACE/NAME")
+    args.pod = live.pod_key(args, os.environ)
     run = decide_snapshot(args)
     for outcome in run.outcomes:
         if outcome.pod.meta.key == args.pod:
@@ -342,13 +348,16 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="decide every pending pod of a snapshot and print where it goes"
     )
     _add_snapshot_options(simulate)
+    live.add_cluster_options(simulate)
     simulate.set_defaults(handler=cmd_simulate)
     explain = commands.add_parser(
         "explain", help="show, node by node, why a pod goes where it goes or stays pending"
     )
     explain.add_argument("pod", metavar="NAMESPACE/POD")
     _add_snapshot_options(explain)
+    live.add_cluster_options(explain)
     explain.set_defaults(handler=cmd_explain)
+    live.register(commands)
     return parser
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -54,34 +54,41 @@ def _documents(path: Path) -> Iterator[tuple[str, Any]]:
 
 
 def load_snapshot(paths: Sequence[str | Path], warnings: TextIO | None = None) -> ClusterCache:
+    return load_objects((located for path in paths for located in _documents(Path(path))), warnings)
+
+
+def load_objects(
+    objects: Iterable[tuple[str, Mapping[str, Any]]], warnings: TextIO | None = None
+) -> ClusterCache:
+    """A cluster cache of raw objects, each given with where it came from (a file and
+    document, or a live cluster's kind and name) for the messages."""
     out = warnings if warnings is not None else sys.stderr
     cluster = ClusterCache()
     seen: dict[tuple[str, str], str] = {}
     claims: list[tuple[str, PersistentVolumeClaim]] = []
-    for path in paths:
-        for where, raw in _documents(Path(path)):
-            kind = raw.get("kind")
-            if not isinstance(kind, str) or not kind:
-                raise ConfigError(f"{where}: kind is required")
-            kind = kind_of(str(raw.get("apiVersion") or ""), kind)
-            info = KINDS.get(kind)
-            if info is None:
-                print(f"volsched: {where}: ignoring unknown kind {kind}", file=out)
-                continue
-            try:
-                obj = info.parse(raw)
-            except ObjectError as exc:
-                raise exc.located(where) from None
-            identity = (kind, obj.meta.key)
-            if identity in seen:
-                raise ConfigError(
-                    f"{where}: {kind} {obj.meta.key} is defined twice (first in {seen[identity]})"
-                )
-            seen[identity] = where
-            if kind == "PersistentVolumeClaim" and obj.storage_class is None:
-                claims.append((where, obj))
-                continue
-            cluster.upsert(kind, obj)
+    for where, raw in objects:
+        kind = raw.get("kind")
+        if not isinstance(kind, str) or not kind:
+            raise ConfigError(f"{where}: kind is required")
+        kind = kind_of(str(raw.get("apiVersion") or ""), kind)
+        info = KINDS.get(kind)
+        if info is None:
+            print(f"volsched: {where}: ignoring unknown kind {kind}", file=out)
+            continue
+        try:
+            obj = info.parse(raw)
+        except ObjectError as exc:
+            raise exc.located(where) from None
+        identity = (kind, obj.meta.key)
+        if identity in seen:
+            raise ConfigError(
+                f"{where}: {kind} {obj.meta.key} is defined twice (first in {seen[identity]})"
+            )
+        seen[identity] = where
+        if kind == "PersistentVolumeClaim" and obj.storage_class is None:
+            claims.append((where, obj))
+            continue
+        cluster.upsert(kind, obj)
     default = cluster.default_storage_class()
     for _, claim in claims:
         if default is not None:

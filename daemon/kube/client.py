@@ -254,7 +254,7 @@ class KubeClient:
         return items, version
 
     async def list_pages(
-        self, kind: str, page_size: int = 500
+        self, kind: str, page_size: int = 500, field_selector: str | None = None
     ) -> AsyncIterator[tuple[builtins.list[Raw], str]]:
         """A whole list in pages of ``page_size`` (``limit`` / ``continue``): each page
         with the list's resourceVersion. An expired continue token is a ``Gone``."""
@@ -262,6 +262,8 @@ class KubeClient:
         info = resource(kind)
         while True:
             query = [("limit", str(page_size))]
+            if field_selector:
+                query.append(("fieldSelector", field_selector))
             if token:
                 query.append(("continue", token))
             body = await self._json("GET", info.path(), query=query)
@@ -321,6 +323,17 @@ class KubeClient:
                 ) from None
             except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
                 raise ApiError(0, f"watch {kind}: {exc}") from None
+
+    async def served(self, api_version: str) -> frozenset[str]:
+        """The resources (plurals) the server serves in a group version, from its
+        discovery document; none when the group is not installed (404)."""
+        try:
+            body = await self._json("GET", f"/apis/{api_version}")
+        except NotFound:
+            return frozenset()
+        found = body.get("resources")
+        entries = found if isinstance(found, builtins.list) else []
+        return frozenset(str(e.get("name")) for e in entries if isinstance(e, dict))
 
     async def get(self, kind: str, name: str, namespace: str | None = None) -> Raw:
         return await self._json("GET", resource(kind).path(namespace, name))

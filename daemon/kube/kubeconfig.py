@@ -27,7 +27,7 @@ from volsched.cache.yaml_limits import YamlLimitError, load_one
 
 # What kubernetes-asyncio's loaders raise on a file they cannot use (an AssertionError
 # for a cluster without a server, a TypeError or AttributeError for an odd shape).
-_LOADER_ERRORS = (
+LOADER_ERRORS = (
     ConfigException,
     OSError,
     ValueError,
@@ -42,9 +42,9 @@ def credentials_error(where: str, problem: str) -> ConfigError:
     return ConfigError(f"{where}: cannot load Kubernetes credentials: {problem}")
 
 
-def check_kubeconfig(path: str) -> None:
-    """The file's shape, and the cluster of its current context: a server URL volsched
-    can talk to and certificate data that is a certificate."""
+def read_kubeconfig(path: str) -> dict[str, Any]:
+    """One kubeconfig file as a mapping whose ``clusters``, ``contexts`` and ``users``
+    are lists; anything else is a ``ConfigError`` naming the file."""
 
     def fail(problem: str) -> ConfigError:
         return credentials_error(path, problem)
@@ -64,32 +64,47 @@ def check_kubeconfig(path: str) -> None:
     for key in ("clusters", "contexts", "users"):
         if not isinstance(data.get(key) or [], list):
             raise fail(f"{key} must be a list")
+    return data
+
+
+def check_kubeconfig(path: str) -> None:
+    """The file's shape, and the cluster of its current context: a server URL volsched
+    can talk to and certificate data that is a certificate."""
+    check_config(read_kubeconfig(path), path, None)
+
+
+def check_config(data: Mapping[str, Any], where: str, context: str | None) -> None:
+    """The cluster of ``context`` (the current context when None) in a kubeconfig read
+    from ``where``."""
+
+    def fail(problem: str) -> ConfigError:
+        return credentials_error(where, problem)
+
     if not data.get("clusters"):
         raise fail("no clusters defined")
-    cluster_name, cluster = _current_cluster(data)
+    cluster_name, cluster = _context_cluster(data, context or data.get("current-context"))
     if cluster is None:
         return  # no usable current context: kubernetes-asyncio says which is missing
-    where = f"clusters[{cluster_name}].cluster"
+    at = f"clusters[{cluster_name}].cluster"
     if not isinstance(cluster, Mapping):
-        raise fail(f"{where}: must be a mapping")
+        raise fail(f"{at}: must be a mapping")
     server = cluster.get("server")
     if server is None or server == "":
-        raise fail(f"{where}.server: is required")
+        raise fail(f"{at}.server: is required")
     if not isinstance(server, str):
-        raise fail(f"{where}.server: must be a URL, not {type(server).__name__}")
+        raise fail(f"{at}.server: must be a URL, not {type(server).__name__}")
     problem = server_problem(server)
     if problem is not None:
-        raise fail(f"{where}.server: {problem}")
+        raise fail(f"{at}.server: {problem}")
     authority = cluster.get("certificate-authority-data")
     if authority is not None:
         problem = _certificate_problem(authority)
         if problem is not None:
-            raise fail(f"{where}.certificate-authority-data: {problem}")
+            raise fail(f"{at}.certificate-authority-data: {problem}")
 
 
-def _current_cluster(data: Mapping[str, Any]) -> tuple[str, object | None]:
-    """The name and body of the current context's cluster (None when not found)."""
-    current = data.get("current-context")
+def _context_cluster(data: Mapping[str, Any], current: object) -> tuple[str, object | None]:
+    """The name and body of a context's cluster (None when not found)."""
     contexts = [c for c in data.get("contexts") or [] if isinstance(c, Mapping)]
     context = next((c.get("context") for c in contexts if c.get("name") == current), None)
     if not isinstance(context, Mapping):
@@ -152,9 +167,14 @@ async def api_client(kubeconfig: str | None) -> Any:
             )
         else:
             k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except _LOADER_ERRORS as exc:
+    except LOADER_ERRORS as exc:
         raise credentials_error(where, str(exc) or type(exc).__name__) from None
-    # The server the loader settled on, the in-cluster one too.
+    return client_for(configuration, where)
+
+
+def client_for(configuration: Any, where: str) -> Any:
+    """The ``ApiClient`` of a loaded configuration, once the server the loader settled
+    on (the in-cluster one too) proved usable."""
     problem = server_problem(str(configuration.host or ""))
     if problem is not None:
         raise credentials_error(where, f"server: {problem}")
