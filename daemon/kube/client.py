@@ -34,7 +34,13 @@ from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
 from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.kube.kubeconfig import api_client
-from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
+from volsched.daemon.kube.ownership import (
+    SHADOW_WRITERS,
+    WRITES,
+    NotLeader,
+    Writer,
+    check_write,
+)
 
 Raw = dict[str, Any]
 
@@ -153,6 +159,7 @@ class KubeClient:
         writer: Writer | None = None,
         writes: frozenset[tuple[str, str]] | None = None,
         leading: Callable[[], bool] | None = None,
+        shadow: bool = False,
     ) -> None:
         self.api = api_client
         # Which writes this client sends (see ``ownership``): None for any but another
@@ -161,6 +168,8 @@ class KubeClient:
         self.writes = writes
         # For a leader's writer: whether this replica still holds the lease.
         self.leading = leading
+        # A shadow's root: every writer's client it hands out is read-only.
+        self.shadow = shadow
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
         _trust_environment_once(api_client.rest_client.pool_manager)
 
@@ -172,13 +181,23 @@ class KubeClient:
 
     def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
         """The same connection, sending only ``writer``'s writes — and, with ``leading``,
-        only while it says this replica leads."""
+        only while it says this replica leads. From a shadow's root, no write at all
+        unless the writer is one of ``SHADOW_WRITERS``."""
         seconds = self.request_timeout.total or 30.0
-        return type(self)(self.api, seconds, writer, WRITES[writer], leading)
+        if self.shadow and writer not in SHADOW_WRITERS:
+            return type(self)(self.api, seconds, writer, frozenset(), shadow=True)
+        return type(self)(self.api, seconds, writer, WRITES[writer], leading, self.shadow)
 
     def read_only(self) -> KubeClient:
         """The same connection, sending no write at all."""
-        return type(self)(self.api, self.request_timeout.total or 30.0, writes=frozenset())
+        seconds = self.request_timeout.total or 30.0
+        return type(self)(self.api, seconds, writes=frozenset(), shadow=self.shadow)
+
+    def shadowed(self) -> KubeClient:
+        """The same connection as a shadow's root: itself read-only, and every client
+        scoped from it read-only but for ``SHADOW_WRITERS`` (see ``ownership``)."""
+        seconds = self.request_timeout.total or 30.0
+        return type(self)(self.api, seconds, writes=frozenset(), shadow=True)
 
     def _may(self, verb: str, target: str) -> None:
         check_write(self.writer, self.writes, verb, target)
