@@ -241,10 +241,7 @@ class Daemon:
         await self.sync.start()
         if serve_http:
             self._runner = await serve_daemon_http(
-                self.settings.http,
-                self.authenticating,
-                self.health(),
-                extender_routes(self.extender),
+                self.settings.http, self.authenticating, self.health(), self.http_routes()
             )
         # Warm or cold, nothing is decided before every kind has caught up with the API
         # server: a stored cache is a head start, never a source of decisions.
@@ -256,6 +253,17 @@ class Daemon:
         gc.set_threshold(*GC_THRESHOLDS)
         _switch_interval.acquire()
         self._switch_interval = True
+        await self.start_deciding()
+        # Start-up is over (``volsched ready`` is logged next): /readyz may pass.
+        self.ready.set()
+
+    def http_routes(self) -> list[web.RouteDef]:
+        """The routes served beside health and metrics, behind the same authentication."""
+        return extender_routes(self.extender)
+
+    async def start_deciding(self) -> None:
+        """Once the caches are synced: the scheduling loop, replica placement and leader
+        election (shadow mode starts its own deciding instead)."""
         # Standbys keep their caches warm; only the leader schedules and repairs.
         self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
@@ -268,8 +276,6 @@ class Daemon:
         )
         if not self.settings.leader_election.enabled:
             await self.leading.wait()
-        # Start-up is over (``volsched ready`` is logged next): /readyz may pass.
-        self.ready.set()
 
     async def _refresh_claims(self, pod: Pod) -> str | None:
         """Read the pod's claims (and their volumes) from the API server into the cache."""
@@ -387,4 +393,8 @@ async def open_daemon(
             settings.database.path,
             opened.moved_to,
         )
+    if settings.shadow.enabled:
+        from volsched.daemon.runtime.shadowing import ShadowDaemon  # built on Daemon
+
+        return ShadowDaemon(settings, client, store, opened, options, metrics)
     return Daemon(settings, client, store, opened, options, metrics)
