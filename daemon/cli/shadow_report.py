@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import ssl
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,6 +34,12 @@ OUTCOME_LABELS = {
 
 
 def _fetch(url: str, token_file: str | None, ca_file: str | None, insecure: bool) -> bytes:
+    # Imported here: ``volsched run`` imports this module with the parser, and should
+    # not pay for an HTTP client it never uses.
+    import ssl
+    import urllib.error
+    import urllib.request
+
     headers = {"Accept": "application/json"}
     if token_file:
         try:
