@@ -44,6 +44,9 @@ from volsched.scheduling.shadow.comparison import Outcome, compare
 from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
 
 log = logging.getLogger("volsched.shadow")
+# How often the verdicts on pending pods drop the pods that are gone or were bound
+# without a comparison (seen bound before the caches synced, say).
+PRUNE_SECONDS = 1.0
 
 
 class ShadowLoop:
@@ -73,6 +76,7 @@ class ShadowLoop:
         # Bindings are compared only once the caches are synced: before that, the nodes
         # and claims a decision reads may not all be there yet.
         self.comparing = False
+        self._pruned_at = self.heartbeat
 
     def decide(self, pod: Pod) -> Decision:
         """The pod's profile's decision over every node, nothing reserved: each node is
@@ -86,6 +90,8 @@ class ShadowLoop:
         try:
             while not self.stopping:
                 self.heartbeat = self.monotonic()
+                if self.heartbeat - self._pruned_at >= PRUNE_SECONDS:
+                    self.prune_pending()
                 try:
                     entry = await asyncio.wait_for(self.queue.pop(), timeout=1.0)
                 except TimeoutError:
@@ -98,6 +104,13 @@ class ShadowLoop:
                     self.queue.requeue_error(entry.pod)
         finally:
             self.running = False
+
+    def prune_pending(self) -> None:
+        self._pruned_at = self.monotonic()
+        for key in list(self.tally.pending):
+            pod = self.cluster.pods.get(key)
+            if pod is None or pod.node_name:
+                self.tally.forget_pending(key)
 
     def decide_pending(self, entry: QueuedPod) -> None:
         key = entry.pod.meta.key

@@ -19,7 +19,7 @@ from tests.integration.conftest import Cluster, eventually
 from volsched.daemon.cli.main import main
 from volsched.daemon.config.settings import AuthSettings, HttpSettings, ShadowSettings
 from volsched.daemon.runtime.shadowing import ShadowDaemon
-from volsched.emulator import User
+from volsched.emulator import ApiServer, User
 from volsched.emulator.binding import bind
 from volsched.emulator.faults import WRITE_METHODS
 
@@ -111,9 +111,12 @@ async def test_the_shadow_counts_agreement_and_writes_nothing(cluster: Cluster) 
     base = f"http://127.0.0.1:{daemon.http_port}"
 
     pods = plan()
-    server.load([pod(name, PLAN[kind][0]) for name, kind in pods])
-    # Every pending pod decided before the other scheduler binds any.
-    await eventually(lambda: len(daemon.tally.pending) == PODS, what="pending pods decided")
+    server.load([pod(name, PLAN[kind][0]) for name, kind in [*pods, ("gone", "same")]])
+    # Every pending pod decided before the other scheduler binds any; one deleted while
+    # pending leaves the verdicts.
+    await eventually(lambda: len(daemon.tally.pending) == PODS + 1, what="pending pods decided")
+    delete_pod(server, "gone")
+    await eventually(lambda: len(daemon.tally.pending) == PODS, what="deleted pod forgotten")
     pending = daemon.tally.report()["pending"]
     assert pending == {"placeable": PODS * 3 // 4, "unschedulable": PODS // 4}
 
@@ -142,6 +145,7 @@ async def test_the_shadow_counts_agreement_and_writes_nothing(cluster: Cluster) 
     assert lower and all(d["scoreGap"] > 0 and d["ourNode"] == "roomy" for d in lower)
     assert report["scoreGap"]["median"] > 0
 
+    assert "[+]scheduling ok" in await get_text(base + "/readyz?verbose")
     metrics = await get_text(base + "/metrics")
     assert {k: v for k, v in comparison_counts(metrics).items() if v} == {
         k: float(v) for k, v in expected_outcomes.items()
@@ -205,3 +209,8 @@ async def test_the_report_is_behind_the_same_authentication_as_metrics(cluster: 
         ("POST", "/apis/authentication.k8s.io/v1/tokenreviews"),
         ("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews"),
     }
+
+
+def delete_pod(server: ApiServer, name: str) -> None:
+    pods = server.registry.core("pods")
+    server.registry.delete(pods, "default", name)
