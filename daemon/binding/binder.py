@@ -51,7 +51,8 @@ from volsched.daemon.binding.intent import (
 from volsched.daemon.binding.reporting import Reporter
 from volsched.daemon.binding.undo import Undoer
 from volsched.daemon.binding.undo_retry import UndoRetries
-from volsched.daemon.kube.client import KubeClient, resource
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.resources import resource
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.telemetry.tracing import api_write
 from volsched.daemon.watch.ingest import Ingest

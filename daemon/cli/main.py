@@ -1,6 +1,7 @@
 """``volsched``: the command line.
 
-    volsched run [--kubeconfig FILE] [--config FILE]
+    volsched run [--kubeconfig FILE] [--config FILE] [--shadow]
+    volsched shadow-report (--url URL | --file FILE) [-o table|json]
     volsched webhook [--kubeconfig FILE] [--config FILE] [--address A] [--cert-file F --key-file F]
     volsched demo
     volsched migrate [--config FILE | --database PATH] [--check]
@@ -40,10 +41,12 @@ from volsched.daemon.cli.report import (
     simulation_json,
     simulation_table,
 )
+from volsched.daemon.cli.shadow_report import add_shadow_report_command
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.overrides import address_problem, apply_overrides
 from volsched.daemon.config.policy_file import load_policy_file
 from volsched.daemon.config.settings import Settings
+from volsched.daemon.config.shadow import with_shadow
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.profile_builder import PluginSet, build_profile
@@ -191,6 +194,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         },
         os.environ,
     )
+    settings = with_shadow(settings, args.shadow)
     _configure_logging(args.verbose)
     kubeconfig = args.kubeconfig or settings.kubeconfig
 
@@ -317,6 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="true|false",
         help="take part in leader election (env VOLSCHED_LEADER_ELECT)",
     )
+    run.add_argument(
+        "--shadow",
+        action="store_true",
+        help="decide other schedulers' pods without writing anything and report agreement "
+        "(shadow.enabled)",
+    )
     run.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     run.set_defaults(handler=cmd_run)
     webhook = commands.add_parser(
@@ -358,6 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     live.add_cluster_options(explain)
     explain.set_defaults(handler=cmd_explain)
     live.register(commands)
+    add_shadow_report_command(commands)
     return parser
 
 

@@ -32,6 +32,7 @@ from volsched.daemon.config.settings import (
     Settings,
     WebhookSettings,
 )
+from volsched.daemon.config.shadow import shadow_from_data
 from volsched.scheduling.replicas.settings import settings_from_mapping
 from volsched.scheduling.scheduler_config import (
     DEFAULT_SCHEDULER_NAME,
@@ -58,6 +59,7 @@ _KEYS = {
     "extender",
     "leaderElection",
     "webhook",
+    "shadow",
 }
 
 
@@ -252,6 +254,7 @@ def settings_from_data(
         extender_locality_points=locality_points,
         webhook=webhook,
         extender_scheduler_names=tuple(served),
+        shadow=shadow_from_data(data.get("shadow"), source),
         source=source,
     )
 

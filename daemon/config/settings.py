@@ -123,6 +123,16 @@ class BackoffSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ShadowSettings:
+    """``volsched run --shadow``: decide the pending pods of other schedulers without
+    writing anything, and compare with where those schedulers bind them."""
+
+    enabled: bool = False
+    # Whose pods are shadowed: kube-scheduler's default profile unless told otherwise.
+    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     kubeconfig: str | None = None
@@ -144,4 +154,5 @@ class Settings:
     # Pods whose spec.schedulerName is one of these may be filtered and bound through the
     # extender verbs (the profiles of the kube-scheduler that calls volsched).
     extender_scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
+    shadow: ShadowSettings = field(default_factory=ShadowSettings)
     source: str = "(defaults)"

@@ -24,56 +24,24 @@ import builtins
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
-from volsched.cache.objects.registry import KINDS
 from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.kube.kubeconfig import api_client
-from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
+from volsched.daemon.kube.ownership import (
+    SHADOW_WRITERS,
+    WRITES,
+    NotLeader,
+    Writer,
+    check_write,
+)
+from volsched.daemon.kube.resources import resource
 
 Raw = dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class Resource:
-    api_version: str
-    plural: str
-    namespaced: bool
-
-    def path(self, namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
-        base = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        if self.namespaced and namespace:
-            base += f"/namespaces/{namespace}"
-        base += f"/{self.plural}"
-        if name:
-            base += f"/{name}"
-        if sub:
-            base += f"/{sub}"
-        return base
-
-
-EXTRA_RESOURCES = {
-    "Event": Resource("v1", "events", True),
-    "Lease": Resource("coordination.k8s.io/v1", "leases", True),
-    "ServiceAccount": Resource("v1", "serviceaccounts", True),
-    "TokenReview": Resource("authentication.k8s.io/v1", "tokenreviews", False),
-    "SubjectAccessReview": Resource("authorization.k8s.io/v1", "subjectaccessreviews", False),
-    "CustomResourceDefinition": Resource(
-        "apiextensions.k8s.io/v1", "customresourcedefinitions", False
-    ),
-}
-
-
-def resource(kind: str) -> Resource:
-    if kind in EXTRA_RESOURCES:
-        return EXTRA_RESOURCES[kind]
-    info = KINDS[kind]
-    return Resource(info.api_version, info.plural, info.namespaced)
 
 
 def environment_configures_http(environ: Mapping[str, str]) -> bool:
@@ -143,6 +111,25 @@ def _trust_environment_once(session: Any) -> None:
         session._trust_env = False
 
 
+def _query(**parameters: str | None) -> list[tuple[str, str]]:
+    """A query string's parameters, those given a value only, in the order given."""
+    return [(name, value) for name, value in parameters.items() if value]
+
+
+def _whole_items(body: Raw, kind: str) -> list[Raw]:
+    """A list's items with kind and apiVersion put back (list items omit them), so
+    stored objects are whole."""
+    items = body.get("items") or []
+    for item in items:
+        item.setdefault("kind", kind)
+        item.setdefault("apiVersion", resource(kind).api_version)
+    return items
+
+
+def _list_version(body: Raw) -> str:
+    return str((body.get("metadata") or {}).get("resourceVersion") or "")
+
+
 class KubeClient:
     """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
 
@@ -153,6 +140,7 @@ class KubeClient:
         writer: Writer | None = None,
         writes: frozenset[tuple[str, str]] | None = None,
         leading: Callable[[], bool] | None = None,
+        shadow: bool = False,
     ) -> None:
         self.api = api_client
         # Which writes this client sends (see ``ownership``): None for any but another
@@ -161,6 +149,8 @@ class KubeClient:
         self.writes = writes
         # For a leader's writer: whether this replica still holds the lease.
         self.leading = leading
+        # A shadow's root: every writer's client it hands out is read-only.
+        self.shadow = shadow
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
         _trust_environment_once(api_client.rest_client.pool_manager)
 
@@ -172,13 +162,23 @@ class KubeClient:
 
     def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
         """The same connection, sending only ``writer``'s writes — and, with ``leading``,
-        only while it says this replica leads."""
+        only while it says this replica leads. From a shadow's root, no write at all
+        unless the writer is one of ``SHADOW_WRITERS``."""
         seconds = self.request_timeout.total or 30.0
-        return type(self)(self.api, seconds, writer, WRITES[writer], leading)
+        if self.shadow and writer not in SHADOW_WRITERS:
+            return type(self)(self.api, seconds, writer, frozenset(), shadow=True)
+        return type(self)(self.api, seconds, writer, WRITES[writer], leading, self.shadow)
 
     def read_only(self) -> KubeClient:
         """The same connection, sending no write at all."""
-        return type(self)(self.api, self.request_timeout.total or 30.0, writes=frozenset())
+        seconds = self.request_timeout.total or 30.0
+        return type(self)(self.api, seconds, writes=frozenset(), shadow=self.shadow)
+
+    def shadowed(self) -> KubeClient:
+        """The same connection as a shadow's root: itself read-only, and every client
+        scoped from it read-only but for ``SHADOW_WRITERS`` (see ``ownership``)."""
+        seconds = self.request_timeout.total or 30.0
+        return type(self)(self.api, seconds, writes=frozenset(), shadow=True)
 
     def _may(self, verb: str, target: str) -> None:
         check_write(self.writer, self.writes, verb, target)
@@ -235,23 +235,13 @@ class KubeClient:
         label_selector: str | None = None,
         limit: int | None = None,
     ) -> tuple[list[Raw], str]:
-        query = []
-        if limit is not None:
-            query.append(("limit", str(limit)))
-        if field_selector:
-            query.append(("fieldSelector", field_selector))
-        if label_selector:
-            query.append(("labelSelector", label_selector))
+        query = _query(
+            limit=None if limit is None else str(limit),
+            fieldSelector=field_selector,
+            labelSelector=label_selector,
+        )
         body = await self._json("GET", resource(kind).path(namespace), query=query)
-        items = body.get("items") or []
-        info = resource(kind)
-        kind_name = kind
-        for item in items:
-            # List items omit kind/apiVersion; put them back so stored objects are whole.
-            item.setdefault("kind", kind_name)
-            item.setdefault("apiVersion", info.api_version)
-        version = str((body.get("metadata") or {}).get("resourceVersion") or "")
-        return items, version
+        return _whole_items(body, kind), _list_version(body)
 
     async def list_pages(
         self, kind: str, page_size: int = 500, field_selector: str | None = None
@@ -259,21 +249,13 @@ class KubeClient:
         """A whole list in pages of ``page_size`` (``limit`` / ``continue``): each page
         with the list's resourceVersion. An expired continue token is a ``Gone``."""
         token = ""
-        info = resource(kind)
         while True:
-            query = [("limit", str(page_size))]
-            if field_selector:
-                query.append(("fieldSelector", field_selector))
-            if token:
-                query.append(("continue", token))
-            body = await self._json("GET", info.path(), query=query)
-            items = body.get("items") or []
-            for item in items:
-                item.setdefault("kind", kind)
-                item.setdefault("apiVersion", info.api_version)
-            meta = body.get("metadata") or {}
-            yield items, str(meta.get("resourceVersion") or "")
-            token = str(meta.get("continue") or "")
+            query = _query(
+                limit=str(page_size), fieldSelector=field_selector, **{"continue": token}
+            )
+            body = await self._json("GET", resource(kind).path(), query=query)
+            yield _whole_items(body, kind), _list_version(body)
+            token = str((body.get("metadata") or {}).get("continue") or "")
             if not token:
                 return
 
@@ -291,14 +273,13 @@ class KubeClient:
         Raises ``Gone`` for 410 (as an HTTP status or an ERROR event) and ``ApiError`` for
         a broken connection, or a stream still open ``overdue_seconds`` past its timeout.
         """
-        query = [
-            ("watch", "true"),
-            ("resourceVersion", resource_version),
-            ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", str(timeout_seconds)),
-        ]
-        if field_selector:
-            query.append(("fieldSelector", field_selector))
+        query = _query(
+            watch="true",
+            resourceVersion=resource_version,
+            allowWatchBookmarks="true",
+            timeoutSeconds=str(timeout_seconds),
+            fieldSelector=field_selector,
+        )
         deadline = timeout_seconds + overdue_seconds
         timeout = aiohttp.ClientTimeout(total=deadline, sock_connect=10)
         response = await self._call("GET", resource(kind).path(), query=query, timeout=timeout)

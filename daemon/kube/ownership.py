@@ -16,6 +16,16 @@ finished by the new leader's recovery, from the intents written into the objects
 
 A client that is not scoped (``KubeClient.connect``) belongs to a person's tools — the
 demo's arrivals, the benchmarks — and may write anything but another system's objects.
+
+Shadow mode (``volsched run --shadow``) decides pods beside another scheduler and writes
+nothing: its root client (``KubeClient.shadow``) hands every writer a read-only client,
+so a part that would bind, patch, report, evict, take the lease or place replicas is
+refused before a request leaves. The one exception is ``SHADOW_WRITERS``: the reviews
+that authenticate a caller of ``/metrics`` and ``/shadow/report``. A TokenReview or a
+SubjectAccessReview is a question to the API server, answered and never stored; it
+changes no cluster state (kube-scheduler, metrics-server and every component with
+delegated authentication send them, through the built-in ``system:auth-delegator``
+role). With ``http.authentication.enabled: false`` the shadow sends no POST at all.
 """
 
 from __future__ import annotations
@@ -58,6 +68,9 @@ WRITES: dict[Writer, frozenset[tuple[str, str]]] = {
         {("create", "TokenReview"), ("create", "SubjectAccessReview")}
     ),
 }
+
+# The writers whose writes a shadow keeps: reviews of its own callers, never cluster state.
+SHADOW_WRITERS = frozenset({Writer.AUTHENTICATION})
 
 # API groups whose objects volsched reads and never writes.
 READ_ONLY_GROUPS = frozenset({"longhorn.io"})

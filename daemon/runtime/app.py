@@ -21,18 +21,17 @@ import asyncio
 import gc
 import logging
 import socket
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.errors import ApiError, NotFound, StoreError
-from volsched.cache.objects.core import Pod
+from volsched.cache.errors import ApiError, StoreError
 from volsched.cache.store import OpenResult, Store, StoreStats
 from volsched.daemon.binding.attempts import LastAttempts, RecordingReporter
 from volsched.daemon.binding.binder import Binder, BindingSettings
@@ -48,6 +47,7 @@ from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.ownership import Writer
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.runtime.health import collect_gauges, health_checks
+from volsched.daemon.runtime.interpreter import GC_THRESHOLDS, switch_interval
 from volsched.daemon.runtime.leader import LeaderElector
 from volsched.daemon.runtime.loop import SchedulingLoop
 from volsched.daemon.runtime.profiles import build_profiles, profile_specs
@@ -55,54 +55,18 @@ from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.telemetry.tracing import make_tracer
 from volsched.daemon.watch.cache_sync import CacheSync
 from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.refresh import refresh_claims
 from volsched.daemon.watch.waiting import ChangeNotifier
 from volsched.daemon.watch.watching import WatchSettings
 from volsched.scheduling.profile_builder import PluginSet
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.storage_placement import ReplicaContext
 
-# The collector's thresholds once the cache is built. CPython's default (700 allocations
-# a young collection, 10 young for a middle one, 10 middle for a full one) made the
-# scheduling cycle, which allocates a little per candidate node, pay for collections in
-# about a third of its time. Reference cycles are rare here; memory stays bounded.
-GC_THRESHOLDS = (50_000, 20, 20)
-# How long a thread waiting for the interpreter lets the one holding it run on (CPython's
-# default is 5 ms). A waiting thread asks for the lock only after a whole interval in
-# which it never changed hands, and the event loop lets go of it briefly at every
-# iteration (in epoll) and takes it straight back: with scheduling cycles of a few
-# milliseconds that never happens, so SQLite's worker thread starved. A burst of pods
-# then held a write-behind flush of a few thousand rows for 2-7 s, every binding intent
-# queued behind it, and bindings completed in one wave when the burst was over. At
-# 0.5 ms the same flush takes under a second and bindings keep pace with scheduling.
-SWITCH_INTERVAL_SECONDS = 0.0005
 # A stopped daemon is gone within this long (systemd's and Kubernetes' grace is longer),
 # and binding cycles get this much of it to finish their writes.
 SHUTDOWN_SECONDS = 8.0
 BINDING_GRACE_SECONDS = 2.0
 
-
-class _SwitchInterval:
-    """The process's switch interval while any daemon in it runs, and the embedding
-    process's own setting back when the last one stops (two daemons in one process, as
-    in tests, must not hand each other's setting back)."""
-
-    def __init__(self) -> None:
-        self.users = 0
-        self.saved = 0.0
-
-    def acquire(self) -> None:
-        if self.users == 0:
-            self.saved = sys.getswitchinterval()
-            sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
-        self.users += 1
-
-    def release(self) -> None:
-        self.users -= 1
-        if self.users == 0:
-            sys.setswitchinterval(self.saved)
-
-
-_switch_interval = _SwitchInterval()
 
 log = logging.getLogger("volsched")
 
@@ -208,7 +172,7 @@ class Daemon:
                 scheduler_names=frozenset(settings.extender_scheduler_names),
             ),
             leading=lambda: self.loop.gate.is_set(),
-            refresh_claims=self._refresh_claims,
+            refresh_claims=partial(refresh_claims, self.client, self.ingest),
         )
         self.elector = LeaderElector(
             client.for_writer(Writer.LEADER_ELECTION), settings.leader_election
@@ -245,11 +209,7 @@ class Daemon:
         await self.sync.start()
         if serve_http:
             self._runner = await serve_daemon_http(
-                self.settings.http,
-                self.authenticating,
-                self.health(),
-                extender_routes(self.extender)
-                + decisions_routes(self.cluster, self.profiles, self.attempts),
+                self.settings.http, self.authenticating, self.health(), self.http_routes()
             )
         # Warm or cold, nothing is decided before every kind has caught up with the API
         # server: a stored cache is a head start, never a source of decisions.
@@ -259,8 +219,21 @@ class Daemon:
         gc.collect()
         gc.freeze()
         gc.set_threshold(*GC_THRESHOLDS)
-        _switch_interval.acquire()
+        switch_interval.acquire()
         self._switch_interval = True
+        await self.start_deciding()
+        # Start-up is over (``volsched ready`` is logged next): /readyz may pass.
+        self.ready.set()
+
+    def http_routes(self) -> list[web.RouteDef]:
+        """The routes served beside health and metrics, behind the same authentication."""
+        return extender_routes(self.extender) + decisions_routes(
+            self.cluster, self.profiles, self.attempts
+        )
+
+    async def start_deciding(self) -> None:
+        """Once the caches are synced: the scheduling loop, replica placement and leader
+        election (shadow mode starts its own deciding instead)."""
         # Standbys keep their caches warm; only the leader schedules and repairs.
         self.loop.gate.clear()
         self._tasks.append(asyncio.create_task(self.loop.run(), name="scheduling loop"))
@@ -273,24 +246,6 @@ class Daemon:
         )
         if not self.settings.leader_election.enabled:
             await self.leading.wait()
-        # Start-up is over (``volsched ready`` is logged next): /readyz may pass.
-        self.ready.set()
-
-    async def _refresh_claims(self, pod: Pod) -> str | None:
-        """Read the pod's claims (and their volumes) from the API server into the cache."""
-        for claim in pod.claim_names():
-            try:
-                raw = await self.client.get("PersistentVolumeClaim", claim, pod.meta.namespace)
-                self.ingest.upsert("PersistentVolumeClaim", raw, persist=False)
-                volume = (raw.get("spec") or {}).get("volumeName")
-                if volume:
-                    pv = await self.client.get("PersistentVolume", volume)
-                    self.ingest.upsert("PersistentVolume", pv, persist=False)
-            except NotFound:
-                continue
-            except ApiError as exc:
-                return f"cannot read claim {pod.meta.namespace}/{claim}: {exc}"
-        return None
 
     @property
     def leading(self) -> asyncio.Event:
@@ -358,7 +313,7 @@ class Daemon:
         await close_store(self, max(0.5, deadline - clock()))
         gc.unfreeze()
         if self._switch_interval:
-            _switch_interval.release()
+            switch_interval.release()
             self._switch_interval = False
         if self._tracer_provider is not None:
             self._tracer_provider.shutdown()
@@ -394,4 +349,8 @@ async def open_daemon(
             settings.database.path,
             opened.moved_to,
         )
+    if settings.shadow.enabled:
+        from volsched.daemon.runtime.shadowing import ShadowDaemon  # built on Daemon
+
+        return ShadowDaemon(settings, client, store, opened, options, metrics)
     return Daemon(settings, client, store, opened, options, metrics)

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Protocol
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.store import Store
 from volsched.daemon.http.server import Check, HealthChecks
 from volsched.daemon.queue.queueing import SchedulingQueue
-from volsched.daemon.runtime.loop import SchedulingLoop
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.watch.cache_sync import CacheSync
 from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS
 
 STUCK_LOOP_SECONDS = 30.0
+
+
+class DecidingLoop(Protocol):
+    """What the checks read of the loop that decides pods: the scheduling loop, or the
+    shadow's."""
+
+    heartbeat: float
+    started: bool
+    running: bool
 
 
 def collect_gauges(
@@ -37,7 +46,7 @@ def collect_gauges(
 
 
 def health_checks(
-    loop: SchedulingLoop,
+    loop: DecidingLoop,
     sync: CacheSync,
     store: Store,
     metrics: Metrics,

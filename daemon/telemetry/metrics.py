@@ -126,6 +126,23 @@ class Metrics:
             ["name"],
             registry=registry,
         ).labels(name="volsched")
+        # Shadow mode (``volsched run --shadow``): each pod another scheduler bound,
+        # compared with volsched's decision for it, by the outcome of the comparison.
+        self.shadow_comparisons = Counter(
+            "volsched_shadow_comparisons",
+            "Pods another scheduler bound, compared with volsched's decision, by outcome "
+            "(agreed, tied, lower_score, rejected, unschedulable, unknown_node, error) "
+            "and the pod's schedulerName.",
+            ["outcome", "scheduler"],
+            registry=registry,
+        )
+        self.shadow_pending_decisions = Counter(
+            "volsched_shadow_pending_decisions",
+            "Pending pods of the shadowed schedulers decided without binding, by result "
+            "(placeable, unschedulable, error).",
+            ["result"],
+            registry=registry,
+        )
         self._collectors: list[Callable[[], None]] = []
         self._incoming_seen: dict[tuple[str, str], int] = {}
 

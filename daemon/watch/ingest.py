@@ -118,6 +118,10 @@ class Ingest:
         # Told (kind, key) after every change applied to the cache: binding cycles wait
         # on it for the PV controller instead of polling.
         self._on_change = on_change
+        # Told (pending pod, bound pod) when a pod the cache holds unassigned comes
+        # assigned, before the cache takes the change: shadow mode judges the other
+        # scheduler's choice against the cluster as it was when that choice was made.
+        self.on_pod_bound: Callable[[Pod, Pod], None] | None = None
 
     def raw_object(self, kind: str, key: str) -> Raw | None:
         """The accepted revision's JSON of a PV or PVC (to write it back whole)."""
@@ -162,6 +166,14 @@ class Ingest:
         its JSON, for the kinds kept raw."""
         key = view.meta.key
         old = self.cluster.get(kind, key)
+        if (
+            self.on_pod_bound is not None
+            and kind == "Pod"
+            and old is not None
+            and not old.node_name
+            and view.node_name
+        ):
+            self.on_pod_bound(old, view)
         if not self.cluster.upsert(kind, view):
             return False
         if raw_text is not None and kind in self.raw:

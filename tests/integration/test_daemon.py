@@ -12,7 +12,7 @@ import pytest
 
 from tests.integration.conftest import FAST, Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
-from volsched.daemon.runtime.app import SWITCH_INTERVAL_SECONDS
+from volsched.daemon.runtime.interpreter import SWITCH_INTERVAL_SECONDS
 from volsched.emulator import ControllerSettings
 
 BASE = [

@@ -1,0 +1,202 @@
+"""``volsched run --shadow``: volsched beside another scheduler, deciding its pods and
+writing nothing.
+
+The shadow is the daemon as ``volsched run`` assembles it — the same watches, cache,
+profiles, database and HTTP server — with two differences:
+
+- its root client is ``KubeClient.shadowed()``: every part that asks for a writer's
+  client gets a read-only one (``kube.ownership``), so a bind, patch, event, eviction,
+  Lease or Replica write is refused before any request is sent, whatever the code path;
+- instead of the scheduling loop, replica placement and leader election, it runs
+  ``ShadowLoop``. A shadow never takes a lease: it decides nothing that another replica
+  could also decide, and any number of shadows may run at once.
+
+The loop decides each pending pod of the shadowed schedulerNames over every node, with
+nothing reserved or assumed (the cache stays exactly what the API server says), and
+keeps that verdict for the report. When a watch update shows the pod bound, it decides
+the pod once more against the cluster as it was just before the binding arrived — the
+cluster the other scheduler decided on — and records how the two compare.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Collection
+
+from aiohttp import web
+
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import Pod
+from volsched.cache.store import OpenResult, Store
+from volsched.daemon.config.settings import Settings
+from volsched.daemon.http.server import HealthChecks
+from volsched.daemon.http.shadow_report import shadow_routes
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.queue.queueing import QueuedPod, SchedulingQueue
+from volsched.daemon.runtime.app import Daemon, DaemonOptions
+from volsched.daemon.runtime.health import health_checks
+from volsched.daemon.telemetry.metrics import Metrics
+from volsched.scheduling.framework.profiles import Profiles
+from volsched.scheduling.framework.runner import Decision
+from volsched.scheduling.shadow.comparison import Outcome, compare
+from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
+
+log = logging.getLogger("volsched.shadow")
+# How often the verdicts on pending pods drop the pods that are gone or were bound
+# without a comparison (seen bound before the caches synced, say).
+PRUNE_SECONDS = 1.0
+
+
+class ShadowLoop:
+    """Decides without binding: pending pods from the queue, bound pods as the watch
+    shows them bound."""
+
+    def __init__(
+        self,
+        cluster: ClusterCache,
+        profiles: Profiles,
+        queue: SchedulingQueue,
+        tally: ShadowTally,
+        metrics: Metrics,
+        scheduler_names: Collection[str],
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.cluster = cluster
+        self.profiles = profiles
+        self.queue = queue
+        self.tally = tally
+        self.metrics = metrics
+        self.scheduler_names = frozenset(scheduler_names)
+        self.monotonic = monotonic
+        self.heartbeat = monotonic()
+        self.started = self.running = False
+        self.stopping = False
+        # Bindings are compared only once the caches are synced: before that, the nodes
+        # and claims a decision reads may not all be there yet.
+        self.comparing = False
+        self._pruned_at = self.heartbeat
+
+    def decide(self, pod: Pod) -> Decision:
+        """The pod's profile's decision over every node, nothing reserved: each node is
+        filtered and, if it passes, scored on one scale (``percentageOfNodesToScore``
+        would leave the other scheduler's node unjudged)."""
+        every = {info.name for info in self.cluster.node_list()}
+        return self.profiles.for_pod(pod).find_node(pod, only=every)
+
+    async def run(self) -> None:
+        self.running = self.started = True
+        try:
+            while not self.stopping:
+                self.heartbeat = self.monotonic()
+                if self.heartbeat - self._pruned_at >= PRUNE_SECONDS:
+                    self.prune_pending()
+                try:
+                    entry = await asyncio.wait_for(self.queue.pop(), timeout=1.0)
+                except TimeoutError:
+                    continue
+                try:
+                    self.decide_pending(entry)
+                except Exception as exc:
+                    # One pod's failure is that pod's, never the loop's end.
+                    log.error("shadow decision for %s failed: %s", entry.pod.meta.key, exc)
+                    self.queue.requeue_error(entry.pod)
+        finally:
+            self.running = False
+
+    def prune_pending(self) -> None:
+        self._pruned_at = self.monotonic()
+        for key in list(self.tally.pending):
+            pod = self.cluster.pods.get(key)
+            if pod is None or pod.node_name:
+                self.tally.forget_pending(key)
+
+    def decide_pending(self, entry: QueuedPod) -> None:
+        key = entry.pod.meta.key
+        pod = self.cluster.pods.get(key)
+        if pod is None or pod.node_name or pod.scheduler_name not in self.scheduler_names:
+            self.queue.done(key)
+            self.tally.forget_pending(key)
+            return
+        decision = self.decide(pod)
+        if decision.error is not None:
+            result = "error"
+            self.queue.requeue_error(pod)
+        elif decision.node is None:
+            result = "unschedulable"
+            # Decided again when a cluster event could change the answer, as in the
+            # scheduler proper.
+            self.queue.requeue_unschedulable(pod, decision.failed_plugins)
+        else:
+            result = "placeable"
+            self.queue.done(key)
+        self.tally.decided_pending(key, PendingVerdict(decision.node, decision.message or ""))
+        self.metrics.shadow_pending_decisions.labels(result=result).inc()
+
+    def pod_bound(self, pending: Pod, bound: Pod) -> None:
+        """The watch shows ``pending`` bound (``bound.node_name``); the cache does not
+        hold the binding yet. Never raises: the ingest must go on."""
+        if not self.comparing or pending.scheduler_name not in self.scheduler_names:
+            return
+        try:
+            comparison = compare(self.decide(pending), bound.node_name, self.cluster.nodes)
+        except Exception as exc:
+            log.error("shadow comparison for %s failed: %s", pending.meta.key, exc)
+            return
+        self.tally.record(comparison)
+        self.metrics.shadow_comparisons.labels(
+            outcome=str(comparison.outcome), scheduler=comparison.scheduler_name
+        ).inc()
+        if comparison.outcome is not Outcome.AGREED:
+            log.debug(
+                "%s: %s bound it to %s, volsched would choose %s (%s%s)",
+                comparison.pod,
+                comparison.scheduler_name,
+                comparison.their_node,
+                comparison.our_node or "no node",
+                comparison.outcome,
+                f": {'; '.join(comparison.reasons)}" if comparison.reasons else "",
+            )
+
+
+class ShadowDaemon(Daemon):
+    """The daemon with a read-only root client and the shadow loop in place of the
+    scheduling loop, replica placement and leader election."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        client: KubeClient,
+        store: Store,
+        opened: OpenResult,
+        options: DaemonOptions | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        super().__init__(settings, client.shadowed(), store, opened, options, metrics)
+        names = settings.shadow.scheduler_names
+        # The pods queued are the shadowed schedulers', not volsched's own.
+        self.ingest.scheduler_names = frozenset(names)
+        self.tally = ShadowTally(names)
+        self.shadow = ShadowLoop(
+            self.cluster, self.profiles, self.queue, self.tally, self.metrics, names
+        )
+        self.ingest.on_pod_bound = self.shadow.pod_bound
+
+    def health(self) -> HealthChecks:
+        return health_checks(self.shadow, self.sync, self.store, self.metrics, self.ready)
+
+    def http_routes(self) -> list[web.RouteDef]:
+        # The extender's verbs stay (a shadow never leads, so /bind refuses to bind).
+        return [*super().http_routes(), *shadow_routes(self.tally.report)]
+
+    async def start_deciding(self) -> None:
+        # Assumed state restored from the database is some scheduler's unconfirmed
+        # decision: a shadow's cache holds only what the API server says.
+        self.sync.drop_restored()
+        self.shadow.comparing = True
+        self._tasks.append(asyncio.create_task(self.shadow.run(), name="shadow loop"))
+
+    async def stop(self) -> None:
+        self.shadow.stopping = True
+        await super().stop()

@@ -1,0 +1,102 @@
+"""The shadow loop over a real cache, profiles, queue and ingest (no API server): which
+pods it decides, when it compares, and that it leaves the cache as the API server said."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from tests.support import node, pod
+from volsched.cache.cluster import ClusterCache
+from volsched.daemon.config.settings import Settings
+from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.daemon.runtime.profiles import build_profiles
+from volsched.daemon.runtime.shadowing import ShadowLoop
+from volsched.daemon.telemetry.metrics import Metrics
+from volsched.daemon.watch.ingest import Ingest
+from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.shadow.tally import ShadowTally
+
+Raw = dict[str, Any]
+SHADOWED = ("default-scheduler",)
+
+
+def shadow_of(*objects: Raw) -> tuple[ShadowLoop, Ingest, ClusterCache, Metrics]:
+    cluster = ClusterCache()
+    profiles = build_profiles(Settings(), cluster, PluginSet(cluster, ()), seed=1)
+    queue = SchedulingQueue(cluster.pod_priority, time.monotonic)
+    ingest = Ingest(cluster, queue, SHADOWED)
+    metrics = Metrics()
+    loop = ShadowLoop(cluster, profiles, queue, ShadowTally(SHADOWED), metrics, SHADOWED)
+    ingest.on_pod_bound = loop.pod_bound
+    for raw in objects:
+        ingest.upsert(raw["kind"], raw, persist=False)
+    return loop, ingest, cluster, metrics
+
+
+def bound(raw: Raw, node_name: str) -> Raw:
+    newer = {**raw, "spec": {**raw["spec"], "nodeName": node_name}}
+    version = int(raw["metadata"]["resourceVersion"]) + 1000
+    newer["metadata"] = {**raw["metadata"], "resourceVersion": str(version)}
+    return newer
+
+
+NODES = (node("big", cpu="64", memory="256Gi"), node("tiny", cpu="1", memory="1Gi"))
+
+
+def test_pending_pods_are_decided_without_assuming_anything() -> None:
+    web = pod("web", cpu="500m")
+    loop, _, cluster, metrics = shadow_of(*NODES, web)
+    entry = loop.queue.pop_ready()
+    assert entry is not None
+    loop.decide_pending(entry)
+    assert loop.tally.pending["default/web"].node == "big"
+    assert cluster.assumed_pods == {}
+    sample = "volsched_shadow_pending_decisions_total"
+    assert metrics.registry.get_sample_value(sample, {"result": "placeable"}) == 1
+
+
+def test_a_binding_is_compared_against_the_cluster_before_it() -> None:
+    # 900m of 1 cpu: tiny fits this pod only while it is not counted there already.
+    web = pod("web", cpu="900m")
+    loop, ingest, cluster, metrics = shadow_of(*NODES, web)
+    loop.comparing = True
+    ingest.upsert("Pod", bound(web, "tiny"), persist=False)
+    (comparison,) = list(loop.tally.differences)
+    assert (comparison.outcome, comparison.their_node, comparison.our_node) == (
+        "lower_score",
+        "tiny",
+        "big",
+    )
+    assert comparison.score_gap is not None and comparison.score_gap > 0
+    assert cluster.pods["default/web"].node_name == "tiny"
+    labels = {"outcome": "lower_score", "scheduler": "default-scheduler"}
+    assert metrics.registry.get_sample_value("volsched_shadow_comparisons_total", labels) == 1
+
+
+def test_nothing_is_compared_before_the_caches_are_synced() -> None:
+    web = pod("web")
+    loop, ingest, _, _ = shadow_of(*NODES, web)
+    ingest.upsert("Pod", bound(web, "big"), persist=False)
+    assert loop.tally.compared == 0
+
+
+def test_pods_of_other_schedulers_are_neither_decided_nor_compared() -> None:
+    own = pod("own", spec={"schedulerName": "volsched"})
+    loop, ingest, _, _ = shadow_of(*NODES, own)
+    loop.comparing = True
+    assert loop.queue.pop_ready() is None
+    ingest.upsert("Pod", bound(own, "big"), persist=False)
+    assert loop.tally.compared == 0
+
+
+def test_verdicts_on_pods_gone_or_bound_uncompared_are_pruned() -> None:
+    first, second, third = pod("a"), pod("b"), pod("c")
+    loop, ingest, _, _ = shadow_of(*NODES, first, second, third)
+    while (entry := loop.queue.pop_ready()) is not None:
+        loop.decide_pending(entry)
+    assert set(loop.tally.pending) == {"default/a", "default/b", "default/c"}
+    ingest.delete("Pod", first, persist=False)
+    ingest.upsert("Pod", bound(second, "big"), persist=False)  # not comparing yet
+    loop.prune_pending()
+    assert set(loop.tally.pending) == {"default/c"}

@@ -1,0 +1,80 @@
+"""The shadow's tally: what the report says after a sequence of comparisons."""
+
+from __future__ import annotations
+
+from volsched.scheduling.shadow.comparison import Comparison, Outcome
+from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
+
+TAINT = "node(s) had untolerated taint {dedicated: infra}"
+SELECTOR = "node(s) didn't match Pod's node affinity/selector"
+
+
+def seen(pod: str, outcome: Outcome, reasons: tuple[str, ...] = (), gap: int | None = None,
+         scheduler: str = "default-scheduler") -> Comparison:  # fmt: skip
+    ours = None if outcome is Outcome.UNSCHEDULABLE else "a"
+    return Comparison(pod, scheduler, "b", ours, outcome, reasons, gap)
+
+
+def test_a_report_counts_each_outcome_reason_and_gap() -> None:
+    tally = ShadowTally(["default-scheduler", "batch"])
+    for comparison in [
+        seen("ns/p1", Outcome.AGREED, gap=0),
+        seen("ns/p2", Outcome.TIED, gap=0),
+        seen("ns/p3", Outcome.LOWER_SCORE, gap=30),
+        seen("ns/p4", Outcome.LOWER_SCORE, gap=10),
+        seen("ns/p5", Outcome.LOWER_SCORE, gap=20, scheduler="batch"),
+        seen("ns/p6", Outcome.REJECTED, (TAINT,)),
+        seen("ns/p7", Outcome.UNSCHEDULABLE, (SELECTOR, TAINT)),
+        seen("ns/p8", Outcome.REJECTED, (TAINT, TAINT)),
+    ]:
+        tally.record(comparison)
+    report = tally.report()
+    assert report["compared"] == 8
+    assert report["outcomes"] == {
+        "agreed": 1,
+        "tied": 1,
+        "lower_score": 3,
+        "rejected": 2,
+        "unschedulable": 1,
+        "unknown_node": 0,
+        "error": 0,
+    }
+    # A tie is agreement: the same cluster could have gone either way.
+    assert report["agreementRatio"] == 0.25
+    assert report["bySchedulerName"] == {
+        "batch": {"lower_score": 1},
+        "default-scheduler": {"agreed": 1, "tied": 1, "lower_score": 2, "rejected": 2,
+                              "unschedulable": 1},
+    }  # fmt: skip
+    # Each pod counts a reason once, however many times its node gave it.
+    assert report["rejectionReasons"] == {TAINT: 3, SELECTOR: 1}
+    assert report["scoreGap"] == {"median": 20, "max": 30}
+    assert [d["pod"] for d in report["differences"]] == [f"ns/p{i}" for i in range(3, 9)]
+
+
+def test_an_empty_report_has_no_ratio() -> None:
+    report = ShadowTally(["default-scheduler"]).report()
+    assert report["compared"] == 0 and report["agreementRatio"] is None
+    assert report["scoreGap"] == {"median": None, "max": None}
+    assert report["differences"] == []
+
+
+def test_only_the_latest_differences_are_kept() -> None:
+    tally = ShadowTally(["default-scheduler"], recent=3)
+    for index in range(10):
+        tally.record(seen(f"ns/p{index}", Outcome.REJECTED, (TAINT,)))
+    assert [d["pod"] for d in tally.report()["differences"]] == ["ns/p7", "ns/p8", "ns/p9"]
+    assert tally.report()["rejectionReasons"] == {TAINT: 10}
+
+
+def test_pending_verdicts_last_until_the_pod_is_bound_or_gone() -> None:
+    tally = ShadowTally(["default-scheduler"])
+    tally.decided_pending("ns/p1", PendingVerdict("a"))
+    tally.decided_pending("ns/p2", PendingVerdict(None, "0/3 nodes are available"))
+    tally.decided_pending("ns/p3", PendingVerdict("a"))
+    assert tally.report()["pending"] == {"placeable": 2, "unschedulable": 1}
+    tally.record(seen("ns/p1", Outcome.AGREED, gap=0))
+    tally.forget_pending("ns/p2")
+    # Decided again (a cluster event moved it): the latest verdict stands.
+    tally.decided_pending("ns/p3", PendingVerdict(None, "0/3 nodes are available"))
+    assert tally.report()["pending"] == {"placeable": 0, "unschedulable": 1}
