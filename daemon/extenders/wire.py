@@ -1,9 +1,14 @@
-"""kube-scheduler's extender wire format where it needs checking: Go field names matched
-as Go's decoder matches them, and the preemption arguments checked field by field.
+"""kube-scheduler's extender wire format (``k8s.io/kube-scheduler/extender/v1``), both
+ways: Go field names matched as Go's decoder matches them, and the bodies checked field
+by field.
 
-A body kube-scheduler would never send (a victim list that is a number, a pod that is
-a string) is a ``BadRequest`` naming the field, answered with 400; nothing past this
-module sees an unchecked value.
+Serving (volsched behind kube-scheduler): a body kube-scheduler would never send (a
+victim list that is a number, a pod that is a string) is a ``BadRequest`` naming the
+field, answered with 400. Calling (volsched in front of extenders): ExtenderArgs,
+ExtenderPreemptionArgs and ExtenderBindingArgs are built here, and an answer that is not
+an ExtenderFilterResult, HostPriorityList, ExtenderPreemptionResult or
+ExtenderBindingResult is a ``BadRequest`` too, which the client reports as the
+extender's error. Nothing past this module sees an unchecked value.
 """
 
 from __future__ import annotations
@@ -101,3 +106,148 @@ def preemption_candidates(body: Mapping[str, Any]) -> dict[str, Victims]:
         node: _victims(entry, _where(name, node), meta is not None)
         for node, entry in source.items()
     }
+
+
+# -- calling an extender ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FilterAnswer:
+    """An ExtenderFilterResult: the node names kept (from ``NodeNames`` or
+    ``Nodes.items``), the reasons of the failed nodes, and the extender's own error."""
+
+    kept: tuple[str, ...]
+    failed: dict[str, str]
+    failed_and_unresolvable: dict[str, str]
+    error: str
+
+
+def extender_args(
+    pod: Mapping[str, Any],
+    nodes: list[Mapping[str, Any]] | None = None,
+    node_names: list[str] | None = None,
+) -> dict[str, Any]:
+    """ExtenderArgs: the pod and either whole nodes or, for a node-cache-capable
+    extender, their names."""
+    return {
+        "Pod": pod,
+        "Nodes": None if nodes is None else {"metadata": {}, "items": nodes},
+        "NodeNames": node_names,
+    }
+
+
+def _reasons(body: Mapping[str, Any], name: str) -> dict[str, str]:
+    value = field(body, name)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise BadRequest(f"{name} must map node names to reasons")
+    return dict(value)
+
+
+def filter_answer(body: Any) -> FilterAnswer:
+    if not isinstance(body, Mapping):
+        raise BadRequest("the filter answer must be a JSON object")
+    error = field(body, "Error") or ""
+    if not isinstance(error, str):
+        raise BadRequest("Error must be a string")
+    names = field(body, "NodeNames")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadRequest("NodeNames must be a list of node names")
+        kept = tuple(names)
+    else:
+        nodes = field(body, "Nodes")
+        items = field(nodes, "Items") if isinstance(nodes, Mapping) else None
+        if nodes is not None and not isinstance(nodes, Mapping):
+            raise BadRequest("Nodes must be a node list")
+        if items is not None and not isinstance(items, list):
+            raise BadRequest("Nodes.items must be a list")
+        kept_names = []
+        for item in items or []:
+            meta = item.get("metadata") if isinstance(item, Mapping) else None
+            name = meta.get("name") if isinstance(meta, Mapping) else None
+            if not isinstance(name, str):
+                raise BadRequest("every node in Nodes.items needs metadata.name")
+            kept_names.append(name)
+        kept = tuple(kept_names)
+    return FilterAnswer(
+        kept,
+        _reasons(body, "FailedNodes"),
+        _reasons(body, "FailedAndUnresolvableNodes"),
+        error,
+    )
+
+
+def host_priorities(body: Any) -> list[tuple[str, int]]:
+    """A HostPriorityList: ``[{"Host": ..., "Score": ...}]``."""
+    if body is None:
+        return []
+    if not isinstance(body, list):
+        raise BadRequest("the prioritize answer must be a list of host priorities")
+    scores = []
+    for index, item in enumerate(body):
+        host = field(item, "Host") if isinstance(item, Mapping) else None
+        score = field(item, "Score") if isinstance(item, Mapping) else None
+        if not isinstance(host, str) or isinstance(score, bool) or not isinstance(score, int):
+            raise BadRequest(f"host priority [{index}] needs a Host name and an integer Score")
+        if not -INT64 <= score < INT64:
+            raise BadRequest(f"host priority [{index}]: Score is out of range")
+        scores.append((host, score))
+    return scores
+
+
+def preemption_args(
+    pod: Mapping[str, Any],
+    victims: Mapping[str, Victims],
+    pods_by_uid: Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    """ExtenderPreemptionArgs: victims by UID for a node-cache-capable extender
+    (``pods_by_uid`` None), whole pods otherwise."""
+    if pods_by_uid is None:
+        return {
+            "Pod": pod,
+            "NodeNameToMetaVictims": {node: entry.wire() for node, entry in victims.items()},
+        }
+    return {
+        "Pod": pod,
+        "NodeNameToVictims": {
+            node: {
+                "Pods": [pods_by_uid[uid] for uid in entry.uids],
+                "NumPDBViolations": entry.num_pdb_violations,
+            }
+            for node, entry in victims.items()
+        },
+    }
+
+
+def preemption_answer(body: Any) -> dict[str, Victims]:
+    """An ExtenderPreemptionResult: the candidate nodes the extender keeps, with the
+    victims it wants evicted there (always by UID)."""
+    if not isinstance(body, Mapping):
+        raise BadRequest("the preempt answer must be a JSON object")
+    meta = field(body, "NodeNameToMetaVictims")
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise BadRequest("NodeNameToMetaVictims must be an object")
+    return {
+        node: _victims(entry, _where("NodeNameToMetaVictims", node), True)
+        for node, entry in meta.items()
+    }
+
+
+def binding_args(namespace: str, name: str, uid: str, node: str) -> dict[str, Any]:
+    return {"PodName": name, "PodNamespace": namespace, "PodUID": uid, "Node": node}
+
+
+def binding_error(body: Any) -> str:
+    """An ExtenderBindingResult's ``Error`` ("" when the extender bound the pod)."""
+    if not isinstance(body, Mapping):
+        raise BadRequest("the bind answer must be a JSON object")
+    error = field(body, "Error") or ""
+    if not isinstance(error, str):
+        raise BadRequest("Error must be a string")
+    return error

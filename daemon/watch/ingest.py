@@ -119,6 +119,12 @@ class Ingest:
         # on it for the PV controller instead of polling.
         self._on_change = on_change
 
+    def keep_raw(self, *kinds: str) -> None:
+        """Keep these kinds' accepted JSON too (HTTP extenders are sent whole pods and
+        nodes); from the next event of each object on."""
+        for kind in kinds:
+            self.raw.setdefault(kind, {})
+
     def raw_object(self, kind: str, key: str) -> Raw | None:
         """The accepted revision's JSON of a PV or PVC (to write it back whole)."""
         text = self.raw.get(kind, {}).get(key)
