@@ -156,6 +156,8 @@ class Binder:
         self.tracer: Tracer = tracer or trace.NoOpTracer()
         self.undoer = Undoer(client, cluster, ingest)
         self.leave_to_recovery = False
+        # An extender's bind verb (pod key, uid, node): True when it bound the pod.
+        self.extender_bind: Callable[[str, str, str], Awaitable[bool]] | None = None
 
     async def bind(self, decision: Decision) -> bool:
         """Run the whole binding cycle; True when the pod ended up bound (the caller, the
@@ -354,6 +356,8 @@ class Binder:
                 await self.notifier.wait(watched_keys(self.cluster, intent), wait)
 
     async def _bind_pod(self, intent: Intent) -> None:
+        if self.extender_bind and await self.extender_bind(intent.pod, intent.pod_uid, intent.node):
+            return
         namespace, name = intent.pod.split("/", 1)
         try:
             async with self._writes:

@@ -24,7 +24,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from volsched.cache.cluster import ClusterCache
@@ -42,6 +42,7 @@ from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.overrides import address_problem, apply_overrides
 from volsched.daemon.config.policy_file import load_policy_file
 from volsched.daemon.config.settings import Settings
+from volsched.scheduling.extender_config import ignored_by_scheduler, with_ignored_resources
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.profile_builder import PluginSet, build_profile
@@ -76,7 +77,11 @@ def _profiles(
             )
         return (ProfileSpec(settings.scheduler_name, load_policy_file(path)),)
     if settings.profiles:
-        return settings.profiles
+        ignored = ignored_by_scheduler(settings.extenders)
+        return tuple(
+            replace(spec, policy=with_ignored_resources(spec.policy, ignored))
+            for spec in settings.profiles
+        )
     storage = bool(cluster.storage.storage_nodes)
     return (default_profile(with_storage=storage, scheduler_name=settings.scheduler_name),)
 
@@ -93,6 +98,12 @@ def _now(args: argparse.Namespace) -> float:
 def decide_snapshot(args: argparse.Namespace) -> Run:
     now = _now(args)
     settings = load_settings(args.config)
+    if settings.extenders:
+        # Offline there is nobody to call: say so once, and decide without them.
+        names = ", ".join(spec.name for spec in settings.extenders)
+        print(
+            f"warning: extenders are not called offline, decided without: {names}", file=sys.stderr
+        )
     cluster = load_snapshot(args.files)
     replicas = ReplicaContext(cluster, settings.replica_scheduling, clock=lambda: now)
     checks = storage_provisioners(replicas)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
 from volsched.cache.objects.replicated import CSI_DRIVER
+from volsched.scheduling.extender_config import ExtenderSpec
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 from volsched.scheduling.scheduler_config import (
     DEFAULT_SCHEDULER_NAME,
@@ -144,4 +145,6 @@ class Settings:
     # Pods whose spec.schedulerName is one of these may be filtered and bound through the
     # extender verbs (the profiles of the kube-scheduler that calls volsched).
     extender_scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
+    # The HTTP extenders a KubeSchedulerConfiguration lists, which volsched calls.
+    extenders: tuple[ExtenderSpec, ...] = ()
     source: str = "(defaults)"

@@ -46,9 +46,9 @@ from volsched.daemon.http.setup import serve_daemon_http
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.ownership import Writer
 from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.daemon.runtime.extending import close_loop, scheduling_loop
 from volsched.daemon.runtime.health import collect_gauges, health_checks
 from volsched.daemon.runtime.leader import LeaderElector
-from volsched.daemon.runtime.loop import SchedulingLoop
 from volsched.daemon.runtime.profiles import build_profiles, profile_specs
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.telemetry.tracing import make_tracer
@@ -181,7 +181,9 @@ class Daemon:
             notifier=self.changes,
             tracer=tracer,
         )
-        self.loop = SchedulingLoop(
+        self.loop = scheduling_loop(
+            settings.extenders,
+            self.ingest,
             self.cluster,
             self.profiles,
             self.queue,
@@ -345,6 +347,7 @@ class Daemon:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         await self.sync.stop_watching()
+        await close_loop(self.loop)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
