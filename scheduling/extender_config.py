@@ -275,7 +275,7 @@ def _tls(value: Any, at: _At) -> TLSSpec | None:
     if value is None:
         return None
     body = _body(value, at, _TLS_FIELDS)
-    return TLSSpec(
+    tls = TLSSpec(
         insecure=_flag(body, "insecure", at),
         server_name=_string(body, "serverName", at),
         cert_file=_string(body, "certFile", at),
@@ -285,6 +285,10 @@ def _tls(value: Any, at: _At) -> TLSSpec | None:
         key_data=_pem(body, "keyData", at),
         ca_data=_pem(body, "caData", at),
     )
+    if tls.insecure and tls.has_ca:
+        # client-go's TLS config refuses the same, when kube-scheduler starts.
+        raise at.fail("specifying a root certificates file with the insecure flag is not allowed")
+    return tls
 
 
 def _weight(body: Mapping[str, Any], at: _At) -> int:

@@ -86,13 +86,12 @@ def parse(text: str) -> tuple[ExtenderSpec, ...]:
         # A weight without a prioritize verb is not checked (upstream neither).
         ("[{urlPrefix: 'http://x:1', weight: 0}]", (ExtenderSpec("http://x:1"),)),
         (
-            f"[{{urlPrefix: 'https://x:1', tlsConfig: {{insecure: true, serverName: ext, "
+            f"[{{urlPrefix: 'https://x:1', tlsConfig: {{insecure: false, serverName: ext, "
             f"caData: {base64.b64encode(PEM).decode()}, certFile: /c.pem, keyFile: /k.pem}}}}]",
             (
                 ExtenderSpec(
                     "https://x:1",
                     tls=TLSSpec(
-                        insecure=True,
                         server_name="ext",
                         ca_data=PEM,
                         cert_file="/c.pem",
@@ -184,6 +183,10 @@ def test_fields_and_defaults(text: str, expected: tuple[ExtenderSpec, ...]) -> N
             "extenders[0].tlsConfig.ca: unknown field",
         ),
         ("[{urlPrefix: 'http://x:1', verb: x}]", "extenders[0].verb: unknown field"),
+        (
+            "[{urlPrefix: 'https://x:1', tlsConfig: {insecure: true, caFile: /ca.pem}}]",
+            "extenders[0].tlsConfig: specifying a root certificates file with the insecure flag",
+        ),
         ("{urlPrefix: 'http://x:1'}", "sched.yaml: extenders: must be a list"),
         (
             "[{urlPrefix: 'http://x:1', managedResources: {name: a}}]",
