@@ -90,13 +90,20 @@ class ExtendedSchedulingLoop(SchedulingLoop):
         started = self.monotonic()
         scheduler = self.scheduler.for_pod(pod)
         decision = await self.decide(scheduler, pod)
+        # An extender's answer is progress: health checks see a loop that moves.
+        self.heartbeat = self.monotonic()
         if self._overtaken(decision):
             return
         if decision.node is not None:
             scheduler.commit(decision)
         self.decided(decision, started)
         if decision.node is None:
-            self.failed(decision, started, await self.post_filter_extended(decision))
+            preemption = await self.post_filter_extended(decision)
+            if self.stopping or not self.gate.is_set():
+                # The preempt verb answered a replica that no longer leads: no writes.
+                self.queue.requeue_error(pod)
+                return
+            self.failed(decision, started, preemption)
         else:
             self.placed(decision, started)
 
@@ -154,6 +161,8 @@ class ExtendedSchedulingLoop(SchedulingLoop):
         except ExtenderError as exc:
             found.message = PREFIX + str(exc)
             return found
+        finally:
+            self.heartbeat = self.monotonic()
         return preemptor.select_candidate(decision, found)
 
     async def close(self) -> None:
