@@ -49,9 +49,10 @@ class ExtenderError(Exception):
         self.timed_out = timed_out
 
 
-def tls_context(spec: ExtenderSpec) -> ssl.SSLContext | None:
-    """The client TLS of one extender (None for plain HTTP). Raises ``ConfigError`` for
-    a certificate or key that cannot be loaded."""
+def tls_context(spec: ExtenderSpec, where: str = "") -> ssl.SSLContext | None:
+    """The client TLS of one extender (None for plain HTTP). Raises ``ConfigError``
+    naming ``where`` (the file and the extender's entry) for a certificate or key that
+    cannot be loaded."""
     if not spec.url_prefix.startswith("https://"):
         return None
     tls = spec.tls or TLSSpec()
@@ -71,7 +72,8 @@ def tls_context(spec: ExtenderSpec) -> ssl.SSLContext | None:
         elif tls.cert_data:
             _load_inline_pair(context, tls.cert_data, tls.key_data)
     except (OSError, ssl.SSLError, ValueError) as exc:
-        raise ConfigError(f"extender {spec.name}: tlsConfig: {exc}") from None
+        field = f"{where}.tlsConfig" if where else f"extender {spec.name}: tlsConfig"
+        raise ConfigError(f"{field}: {exc}") from None
     return context
 
 
@@ -231,18 +233,23 @@ class Extenders:
     """The configured extenders, in upstream's order of calling: those that must answer
     first, the ignorable ones after (kube-scheduler's buildExtenders)."""
 
-    def __init__(self, specs: Sequence[ExtenderSpec], metrics: Metrics | None = None) -> None:
-        self.specs = tuple(specs)
+    def __init__(
+        self,
+        specs: Sequence[ExtenderSpec],
+        metrics: Metrics | None = None,
+        source: str = "(config)",
+    ) -> None:
         self._session: aiohttp.ClientSession | None = None
-        ordered = [s for s in specs if not s.ignorable] + [s for s in specs if s.ignorable]
         # TLS material is read now, so a bad certificate stops the start with one line.
-        self._contexts = [tls_context(spec) for spec in ordered]
+        contexts = {
+            spec: tls_context(spec, f"{source}: extenders[{index}]")
+            for index, spec in enumerate(specs)
+        }
+        ordered = [s for s in specs if not s.ignorable] + [s for s in specs if s.ignorable]
+        self._contexts = [contexts[spec] for spec in ordered]
         self._ordered = ordered
         self._metrics = metrics
         self._clients: list[ExtenderClient] | None = None
-
-    def __bool__(self) -> bool:
-        return bool(self.specs)
 
     @property
     def clients(self) -> list[ExtenderClient]:

@@ -193,6 +193,7 @@ class Daemon:
             self.profiles.names,
             tracer=tracer,
             preempting=Preempting(writes, self.reporter, clock),
+            source=settings.source,
         )
         # Nothing is decided or reported before this replica leads.
         self.loop.gate.clear()

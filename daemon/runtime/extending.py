@@ -181,6 +181,7 @@ def scheduling_loop(
     scheduler_names: Collection[str],
     tracer: Tracer | None = None,
     preempting: Preempting | None = None,
+    source: str = "(config)",
 ) -> SchedulingLoop:
     """The loop the daemon runs: the plain one, or the extended one when extenders are
     configured (then the binder asks the binding extender too)."""
@@ -196,7 +197,7 @@ def scheduling_loop(
             tracer=tracer,
             preempting=preempting,
         )
-    calls = ExtenderCalls(Extenders(extenders, metrics), cluster, ingest)
+    calls = ExtenderCalls(Extenders(extenders, metrics, source), cluster, ingest)
     binder.extender_bind = extender_binding(calls)
     log.info("calling extenders: %s", ", ".join(spec.name for spec in extenders))
     return ExtendedSchedulingLoop(

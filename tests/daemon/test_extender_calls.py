@@ -19,6 +19,7 @@ from aiohttp import web
 from tests.integration.certificates import client_pair, serving_pair
 from tests.integration.objects import node, pod
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ConfigError
 from volsched.daemon.extenders.calling import ExtenderCalls, rendered_pod
 from volsched.daemon.extenders.client import ExtenderError, Extenders
 from volsched.daemon.telemetry.metrics import Metrics
@@ -250,3 +251,18 @@ def test_a_pod_known_only_from_its_view_is_rendered_with_its_requests() -> None:
     rendered = rendered_pod(cluster.pods["default/p"])
     assert rendered["metadata"]["name"] == "p"
     assert rendered["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "250m"
+
+
+def test_tls_material_that_cannot_be_read_is_one_error_naming_the_entry(tmp_path: Path) -> None:
+    specs = parse_extenders(
+        yaml.safe_load(
+            f"[{{urlPrefix: 'http://plain:1'}}, {{urlPrefix: 'https://x:1',"
+            f" tlsConfig: {{caFile: {tmp_path / 'missing.crt'}}}}}]"
+        ),
+        "cfg.yaml",
+    )
+    with pytest.raises(ConfigError) as error:
+        Extenders(specs, source="cfg.yaml")
+    message = str(error.value)
+    assert message.startswith("cfg.yaml: extenders[1].tlsConfig: ")
+    assert "No such file" in message and "\n" not in message
