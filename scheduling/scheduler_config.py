@@ -24,6 +24,7 @@ from typing import Any
 from volsched.cache.errors import ConfigError, ObjectError
 from volsched.cache.objects.fields import Fields, shown
 from volsched.cache.objects.selectors import parse_node_affinity
+from volsched.scheduling.extender_config import ExtenderSpec, parse_extenders
 from volsched.scheduling.plugins.inter_pod_affinity import DEFAULT_HARD_POD_AFFINITY_WEIGHT
 from volsched.scheduling.plugins.node_affinity import AddedAffinity
 from volsched.scheduling.plugins.pod_topology_spread import (
@@ -181,6 +182,7 @@ class SchedulerConfiguration:
     parallelism: int | None = None
     leader_election: Mapping[str, Any] = field(default_factory=dict)
     kubeconfig: str | None = None
+    extenders: tuple[ExtenderSpec, ...] = ()
 
 
 @dataclass(slots=True)
@@ -644,10 +646,7 @@ def parse_scheduler_configuration(
     version = body.get("apiVersion")
     if version != API_VERSION:
         raise where.at("apiVersion").fail(f"must be {API_VERSION}, not {version!r}")
-    if _list(body.get("extenders"), where.at("extenders")):
-        raise where.at("extenders").fail(
-            "volsched is a scheduler, not a client of extenders; remove this list"
-        )
+    extenders = parse_extenders(body.get("extenders"), source)
     profiles_data = _list(body.get("profiles"), where.at("profiles"))
     profiles: list[ProfileSpec] = []
     shared_percentage: int | None = None
@@ -720,4 +719,5 @@ def parse_scheduler_configuration(
         parallelism=parallelism,
         leader_election=dict(election),
         kubeconfig=kubeconfig,
+        extenders=extenders,
     )

@@ -159,6 +159,8 @@ class Binder:
         self.undoer = Undoer(client, cluster, ingest)
         self.undo_retries = UndoRetries(self.undo, self.undoer.pod_is_bound, journal, sleep)
         self.leave_to_recovery = False
+        # An extender's bind verb (pod key, uid, node): True when it bound the pod.
+        self.extender_bind: Callable[[str, str, str], Awaitable[bool]] | None = None
 
     async def bind(self, decision: Decision) -> bool:
         """Run the whole binding cycle; True when the pod ended up bound (the caller, the
@@ -354,6 +356,8 @@ class Binder:
                 await self.notifier.wait(watched_keys(self.cluster, intent), wait)
 
     async def _bind_pod(self, intent: Intent) -> None:
+        if self.extender_bind and await self.extender_bind(intent.pod, intent.pod_uid, intent.node):
+            return
         namespace, name = intent.pod.split("/", 1)
         try:
             async with self._writes:

@@ -22,19 +22,13 @@ import asyncio
 import json
 import logging
 import os
-import random
 import signal
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
-from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, VolschedError
-from volsched.cache.objects.core import Pod
-from volsched.cache.objects.fields import parse_time
 from volsched.daemon.cli import live
+from volsched.daemon.cli.deciding import add_snapshot_options, decide_snapshot, output_format
 from volsched.daemon.cli.report import (
     explain_json,
     explain_table,
@@ -44,105 +38,12 @@ from volsched.daemon.cli.report import (
 from volsched.daemon.cli.shadow_report import add_shadow_report_command
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.overrides import address_problem, apply_overrides
-from volsched.daemon.config.policy_file import load_policy_file
-from volsched.daemon.config.settings import Settings
 from volsched.daemon.config.shadow import with_shadow
-from volsched.scheduling.framework.profile import Profile
-from volsched.scheduling.framework.runner import Scheduler
-from volsched.scheduling.profile_builder import PluginSet, build_profile
-from volsched.scheduling.provisioners import storage_provisioners
-from volsched.scheduling.scheduler_config import ProfileSpec, default_profile
-from volsched.scheduling.simulation import PodOutcome, simulate
-from volsched.scheduling.storage_placement import ReplicaContext
-
-
-@dataclass(slots=True)
-class Run:
-    cluster: ClusterCache
-    profiles: dict[str, Profile]
-    outcomes: list[PodOutcome]
-    volumes: list[dict[str, Any]]
-
-    def profile_for(self, pod: Pod) -> Profile:
-        return self.profiles.get(pod.scheduler_name) or next(iter(self.profiles.values()))
-
-
-def _profiles(
-    args: argparse.Namespace, settings: Settings, cluster: ClusterCache
-) -> tuple[ProfileSpec, ...]:
-    """A Policy file, else the config's KubeSchedulerConfiguration profiles, else the
-    default profile (with the storage plugins when the snapshot runs replicated storage)."""
-    path = args.policy or settings.policy_file
-    if path:
-        if settings.profiles:
-            raise ConfigError(
-                f"{path}: a Policy file and a KubeSchedulerConfiguration's profiles "
-                "cannot both be given; keep one"
-            )
-        return (ProfileSpec(settings.scheduler_name, load_policy_file(path)),)
-    if settings.profiles:
-        return settings.profiles
-    storage = bool(cluster.storage.storage_nodes)
-    return (default_profile(with_storage=storage, scheduler_name=settings.scheduler_name),)
-
-
-def _now(args: argparse.Namespace) -> float:
-    if args.now is None:
-        return time.time()
-    try:
-        return parse_time(args.now)
-    except ValueError as exc:
-        raise ConfigError(f"--now: {exc}") from None
-
-
-def decide_snapshot(args: argparse.Namespace) -> Run:
-    now = _now(args)
-    settings = load_settings(args.config)
-    cluster = live.load_cluster(args, os.environ)
-    replicas = ReplicaContext(cluster, settings.replica_scheduling, clock=lambda: now)
-    checks = storage_provisioners(replicas)
-    rng = random.Random(args.seed)
-    profiles: dict[str, Profile] = {}
-    schedulers: dict[str, Scheduler] = {}
-    for spec in _profiles(args, settings, cluster):
-        profile = build_profile(
-            spec.policy, PluginSet(cluster, checks), settings.percentage_of_nodes_to_score
-        )
-        profiles[spec.scheduler_name] = profile
-        schedulers[spec.scheduler_name] = Scheduler(cluster, profile, rng)
-    result = simulate(cluster, schedulers, replicas)
-    return Run(cluster, profiles, result.pods, result.volumes)
-
-
-def _add_snapshot_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "files",
-        nargs="*",
-        metavar="FILE",
-        help="YAML or JSON snapshot files (none: read the live cluster of the kubeconfig)",
-    )
-    parser.add_argument("--policy", metavar="POLICY.json", help="scheduler Policy file")
-    parser.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
-    parser.add_argument("--seed", type=int, default=None, help="seed for breaking score ties")
-    parser.add_argument("--now", metavar="RFC3339", help="the clock for time-based rules")
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=("json", "table"),
-        default=None,
-        help="output format (default: table on a terminal, json otherwise)",
-    )
-
-
-def _output_format(args: argparse.Namespace) -> str:
-    if args.output:
-        return str(args.output)
-    return "table" if sys.stdout.isatty() else "json"
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     run = decide_snapshot(args)
-    if _output_format(args) == "json":
+    if output_format(args) == "json":
         json.dump(simulation_json(run.outcomes, run.volumes), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -163,7 +64,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         raise ConfigError(f"pod {args.pod} is not pending (it runs on {pod.node_name or '?'})")
     nodes = [info.name for info in run.cluster.node_list()]
     report = explain_json(outcome, run.profile_for(outcome.pod), sorted(nodes), run.cluster.nodes)
-    if _output_format(args) == "json":
+    if output_format(args) == "json":
         json.dump(report, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
@@ -357,14 +258,14 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = commands.add_parser(
         "simulate", help="decide every pending pod of a snapshot and print where it goes"
     )
-    _add_snapshot_options(simulate)
+    add_snapshot_options(simulate)
     live.add_cluster_options(simulate)
     simulate.set_defaults(handler=cmd_simulate)
     explain = commands.add_parser(
         "explain", help="show, node by node, why a pod goes where it goes or stays pending"
     )
     explain.add_argument("pod", metavar="NAMESPACE/POD")
-    _add_snapshot_options(explain)
+    add_snapshot_options(explain)
     live.add_cluster_options(explain)
     explain.set_defaults(handler=cmd_explain)
     live.register(commands)

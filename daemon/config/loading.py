@@ -291,7 +291,7 @@ def apply_scheduler_configuration(
                 f"{own_key} in volsched's; keep one"
             )
 
-    changes: dict[str, Any] = {"profiles": config.profiles}
+    changes: dict[str, Any] = {"profiles": config.profiles, "extenders": config.extenders}
     if config.profiles:
         once("schedulerName", "profiles[].schedulerName")
         once("policyFile", "profiles")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
 from volsched.cache.objects.replicated import CSI_DRIVER
+from volsched.scheduling.extender_config import ExtenderSpec
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
 from volsched.scheduling.scheduler_config import (
     DEFAULT_SCHEDULER_NAME,
@@ -155,4 +156,6 @@ class Settings:
     # extender verbs (the profiles of the kube-scheduler that calls volsched).
     extender_scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER,)
     shadow: ShadowSettings = field(default_factory=ShadowSettings)
+    # The HTTP extenders a KubeSchedulerConfiguration lists, which volsched calls.
+    extenders: tuple[ExtenderSpec, ...] = ()
     source: str = "(defaults)"

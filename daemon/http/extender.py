@@ -24,7 +24,7 @@ from aiohttp import web
 
 from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
-from volsched.daemon.http.extender_wire import BadRequest, Victims, field, preemption_candidates
+from volsched.daemon.extenders.wire import BadRequest, Victims, field, preemption_candidates
 from volsched.daemon.http.reading import BodyError, read_json
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE

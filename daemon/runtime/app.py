@@ -46,10 +46,10 @@ from volsched.daemon.http.setup import serve_daemon_http
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.ownership import Writer
 from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.daemon.runtime.extending import close_loop, scheduling_loop
 from volsched.daemon.runtime.health import collect_gauges, health_checks
 from volsched.daemon.runtime.interpreter import GC_THRESHOLDS, switch_interval
 from volsched.daemon.runtime.leader import LeaderElector
-from volsched.daemon.runtime.loop import SchedulingLoop
 from volsched.daemon.runtime.profiles import build_profiles, profile_specs
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.telemetry.tracing import make_tracer
@@ -149,7 +149,9 @@ class Daemon:
             notifier=self.changes,
             tracer=tracer,
         )
-        self.loop = SchedulingLoop(
+        self.loop = scheduling_loop(
+            settings.extenders,
+            self.ingest,
             self.cluster,
             self.profiles,
             self.queue,
@@ -159,6 +161,7 @@ class Daemon:
             self.profiles.names,
             tracer=tracer,
             preempting=Preempting(writes, self.reporter, clock),
+            source=settings.source,
         )
         # Nothing is decided or reported before this replica leads.
         self.loop.gate.clear()
@@ -307,6 +310,7 @@ class Daemon:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
         await self.sync.stop_watching()
+        await close_loop(self.loop)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

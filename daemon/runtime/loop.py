@@ -76,6 +76,44 @@ class UnreadableNodes:
                 log.warning("node %s could not be evaluated (%s); passed over", node, problem)
 
 
+def admitted(
+    cluster: ClusterCache,
+    queue: SchedulingQueue,
+    profiles: Profiles,
+    names: Collection[str],
+    entry: QueuedPod,
+) -> Pod | None:
+    """The popped pod to decide, or None when it needs no cycle (gone, bound, assumed,
+    or another scheduler's); a nomination it carries is taken up."""
+    key = entry.pod.meta.key
+    pod = cluster.pods.get(key)
+    if pod is None or pod.node_name or pod.scheduler_name not in names:
+        queue.done(key)
+        return None
+    if key in cluster.assumed_pods:
+        # Placed and binding (or bound, not yet confirmed): never decide it twice.
+        queue.done(key)
+        return None
+    nominated = profiles.nominated
+    if (
+        nominated is not None
+        and pod.nominated_node_name
+        and pod.nominated_node_name != nominated.node_of(key)
+    ):
+        # A nomination written before a restart (or by another leader) holds on.
+        nominated.nominate(pod, pod.nominated_node_name)
+    return pod
+
+
+def expire_assumed(cluster: ClusterCache, queue: SchedulingQueue, now: float) -> None:
+    """Forget the bound pods the informer never confirmed in time (kube-scheduler's
+    assumed-pod TTL): what they held is free again, for the pods waiting on it."""
+    for key, node_name in cluster.expire_assumed(now):
+        pod = cluster.pods.get(key)
+        if pod is not None:
+            queue.assumed_pod_forgotten(pod, node_name)
+
+
 class SchedulingLoop:
     def __init__(
         self,
@@ -146,7 +184,7 @@ class SchedulingLoop:
     async def _run(self) -> None:
         while not self.stopping:
             self.heartbeat = self.monotonic()
-            self._expire_assumed()
+            expire_assumed(self.cluster, self.queue, self.heartbeat)
             if not self.gate.is_set():
                 # A standby waits for leadership, and stays visibly alive meanwhile.
                 with contextlib.suppress(TimeoutError):
@@ -160,7 +198,7 @@ class SchedulingLoop:
                 self.queue.requeue_error(entry.pod)
                 continue
             try:
-                self.schedule_one(entry)
+                await self.run_cycle(entry)
             except Exception as exc:
                 self._cycle_crashed(entry.pod, exc)
 
@@ -173,50 +211,41 @@ class SchedulingLoop:
         self.queue.requeue_error(pod)
         self._spawn(self.reporter.failed(pod, message, "SchedulerError"))
 
-    def _expire_assumed(self) -> None:
-        """Forget the bound pods the informer never confirmed in time (kube-scheduler's
-        assumed-pod TTL): what they held is free again, for the pods waiting on it."""
-        for key, node_name in self.cluster.expire_assumed(self.heartbeat):
-            pod = self.cluster.pods.get(key)
-            if pod is not None:
-                self.queue.assumed_pod_forgotten(pod, node_name)
-
     def schedule_one(self, entry: QueuedPod) -> None:
         """One scheduling cycle. It never waits for a binding: a placed pod's binding
         cycle runs on its own, as many at once as are waiting on storage (what limits
         them is the binder's budget of concurrent API writes, not pods in flight)."""
-        key = entry.pod.meta.key
-        pod = self.cluster.pods.get(key)
-        if pod is None or pod.node_name or pod.scheduler_name not in self.scheduler_names:
-            self.queue.done(key)
+        pod = admitted(self.cluster, self.queue, self.scheduler, self.scheduler_names, entry)
+        if pod is None:
             return
-        if key in self.cluster.assumed_pods:
-            # Placed and binding (or bound, not yet confirmed): never decide it twice.
-            self.queue.done(key)
-            return
-        nominated = self.scheduler.nominated
-        if (
-            nominated is not None
-            and pod.nominated_node_name
-            and pod.nominated_node_name != nominated.node_of(key)
-        ):
-            # A nomination written before a restart (or by another leader) holds on.
-            nominated.nominate(pod, pod.nominated_node_name)
         started = self.monotonic()
         decision = self.scheduler.schedule(pod)
+        self.decided(decision, started)
+        if decision.node is None:
+            self.failed(decision, started, self.post_filter(decision))
+        else:
+            self.placed(decision, started)
+
+    async def run_cycle(self, entry: QueuedPod) -> None:
+        """The cycle ``run`` drives; one that waits on HTTP extenders overrides it."""
+        self.schedule_one(entry)
+
+    def decided(self, decision: Decision, started: float) -> None:
         self.metrics.algorithm_duration.observe(self.monotonic() - started)
         if decision.unreadable:
             self._unreadable.report(decision.unreadable)
+        nominated = self.scheduler.nominated
         if nominated is not None and decision.node is not None:
-            nominated.forget(key)
-        if decision.node is None:
-            self._failed(decision, started)
-            return
+            nominated.forget(decision.pod.meta.key)
+
+    def placed(self, decision: Decision, started: float) -> None:
+        """Start the binding cycle of a reserved decision."""
         record_cycle(self.tracer, decision, "scheduled")
         # The binding may wait minutes for slow storage, with thousands of others: it
         # keeps the decision, not why each other node was passed over.
         decision.forget_diagnosis()
         started_flag: list[bool] = []
+        key = decision.pod.meta.key
         task = asyncio.create_task(self._bind(decision, started, started_flag), name=f"bind {key}")
         self._bindings.add(task)
 
@@ -229,19 +258,21 @@ class SchedulingLoop:
 
         task.add_done_callback(finished)
 
-    def _failed(self, decision: Decision, started: float) -> None:
+    def post_filter(self, decision: Decision) -> Preemption | None:
+        """The PostFilter of an unschedulable pod's profile, when preemption is on."""
+        if self.preempting is None or decision.error is not None:
+            return None
+        preemptor = self.preemptors.get(decision.pod.scheduler_name)
+        return (preemptor or next(iter(self.preemptors.values()))).post_filter(decision)
+
+    def failed(self, decision: Decision, started: float, preemption: Preemption | None) -> None:
         pod = decision.pod
         elapsed = self.monotonic() - started
-        preemption: Preemption | None = None
         if decision.error is not None:
             result, reason = "error", "SchedulerError"
             self.queue.requeue_error(pod)
         else:
             result, reason = "unschedulable", "Unschedulable"
-            if self.preempting is not None:
-                preemptor = self.preemptors.get(pod.scheduler_name)
-                preemptor = preemptor or next(iter(self.preemptors.values()))
-                preemption = preemptor.post_filter(decision)
             nominated = self.scheduler.nominated
             if preemption is not None and preemption.node is not None:
                 if nominated is not None:

@@ -8,6 +8,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError
 from volsched.daemon.config.policy_file import load_policy_file
 from volsched.daemon.config.settings import Settings
+from volsched.scheduling.extender_config import ignored_by_scheduler, with_ignored_resources
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import PolicySpec
@@ -18,17 +19,21 @@ from volsched.scheduling.scheduler_config import default_profile
 def profile_specs(settings: Settings) -> list[tuple[str, PolicySpec]]:
     """The profiles to run: a Policy file's one, a KubeSchedulerConfiguration's, or the
     default profile. The storage rules only act on pods with replicated volumes (they
-    skip the rest), so the daemon's default always carries them."""
+    skip the rest), so the daemon's default always carries them. Extended resources an
+    HTTP extender manages for the scheduler are not fitted by any of them."""
     if settings.policy_file:
         if settings.profiles:
             raise ConfigError(
                 f"{settings.policy_file}: a Policy file and a KubeSchedulerConfiguration's "
                 "profiles cannot both be given; keep one"
             )
-        return [(settings.scheduler_name, load_policy_file(settings.policy_file))]
-    if settings.profiles:
-        return [(profile.scheduler_name, profile.policy) for profile in settings.profiles]
-    return [(settings.scheduler_name, default_profile(with_storage=True).policy)]
+        specs = [(settings.scheduler_name, load_policy_file(settings.policy_file))]
+    elif settings.profiles:
+        specs = [(profile.scheduler_name, profile.policy) for profile in settings.profiles]
+    else:
+        specs = [(settings.scheduler_name, default_profile(with_storage=True).policy)]
+    ignored = ignored_by_scheduler(settings.extenders)
+    return [(name, with_ignored_resources(policy, ignored)) for name, policy in specs]
 
 
 def build_profiles(

@@ -120,6 +120,23 @@ class Metrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
             registry=registry,
         )
+        # Calls to the HTTP extenders of a KubeSchedulerConfiguration, by the extender's
+        # urlPrefix and the verb (filter, prioritize, preempt, bind).
+        self.extender_requests = Counter(
+            "volsched_extender_requests",
+            "Calls to HTTP scheduler extenders, by extender, verb and result "
+            "(success, error: an HTTP or protocol failure or the extender's own error, "
+            "timeout: no answer within its httpTimeout).",
+            ["extender", "verb", "result"],
+            registry=registry,
+        )
+        self.extender_duration = Histogram(
+            "volsched_extender_request_duration_seconds",
+            "Latency of calls to HTTP scheduler extenders, by extender and verb.",
+            ["extender", "verb"],
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=registry,
+        )
         self.leader = Gauge(
             "leader_election_master_status",
             "1 while this replica holds the leader lease, 0 as a standby.",

@@ -123,6 +123,12 @@ class Ingest:
         # scheduler's choice against the cluster as it was when that choice was made.
         self.on_pod_bound: Callable[[Pod, Pod], None] | None = None
 
+    def keep_raw(self, *kinds: str) -> None:
+        """Keep these kinds' accepted JSON too (HTTP extenders are sent whole pods and
+        nodes); from the next event of each object on."""
+        for kind in kinds:
+            self.raw.setdefault(kind, {})
+
     def raw_object(self, kind: str, key: str) -> Raw | None:
         """The accepted revision's JSON of a PV or PVC (to write it back whole)."""
         text = self.raw.get(kind, {}).get(key)

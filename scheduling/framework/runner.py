@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
@@ -61,6 +61,9 @@ class Decision:
     unresolvable_nodes: set[str] = field(default_factory=set)
     # Nodes passed over because a plugin could not read them: node → what went wrong.
     unreadable: dict[str, str] = field(default_factory=dict)
+    # The nodes every filter passed (``find_feasible``), and how many were considered.
+    feasible: list[NodeInfo] = field(default_factory=list)
+    total_nodes: int = 0
 
     # (extension point, start ns, end ns): what tracing shows; never read by a decision.
     phases: list[tuple[str, int, int]] = field(default_factory=list)
@@ -75,6 +78,7 @@ class Decision:
         self.evaluated = []
         self.scores = {}
         self.priority_scores = {}
+        self.feasible = []
 
     @property
     def score_parts(self) -> dict[str, dict[str, int]]:
@@ -210,12 +214,21 @@ class Scheduler:
     def find_node(self, pod: Pod, only: set[str] | None = None) -> Decision:
         """Filter and score; ``only`` restricts the candidates to those nodes and
         evaluates every one of them (the extender's question: "which of these?")."""
+        decision = self.find_feasible(pod, only)
+        if decision.feasible:
+            self.select(decision)
+        return decision
+
+    def find_feasible(self, pod: Pod, only: set[str] | None = None) -> Decision:
+        """PreFilter and Filter: the decision's ``feasible`` nodes, or why there are
+        none. ``select`` scores and chooses among them; between the two the daemon may
+        ask HTTP extenders to filter further and to add their scores."""
         decision = Decision(pod)
         state = decision.state
         all_nodes = self.cluster.node_list()
         if only is not None:
             all_nodes = [info for info in all_nodes if info.name in only]
-        total = len(all_nodes)
+        total = decision.total_nodes = len(all_nodes)
 
         clock = self.clock_ns
         started = clock()
@@ -259,16 +272,24 @@ class Scheduler:
         if not feasible:
             decision.message = fit_error_message(total, "", decision.filtered)
             return decision
+        decision.feasible = feasible
+        return decision
 
-        started = clock()
+    def select(self, decision: Decision, extra_scores: Mapping[str, int] | None = None) -> None:
+        """Score the feasible nodes, add ``extra_scores`` (the extenders', already
+        weighted) to their totals and choose the best, ties at random."""
+        feasible = decision.feasible
+        started = self.clock_ns()
         try:
-            self._score(state, pod, feasible, decision)
+            self._score(decision.state, decision.pod, feasible, decision)
         except Exception as exc:
             decision.error = decision.message = _crashed("Score", exc).message
-            return decision
+            return
+        for name, extra in (extra_scores or {}).items():
+            if name in decision.scores:
+                decision.scores[name] += extra
         decision.node = self._select_host(feasible, decision.scores)
-        decision.phases.append(("Score", started, clock()))
-        return decision
+        decision.phases.append(("Score", started, self.clock_ns()))
 
     def _run_pre_filters(
         self, state: CycleState, pod: Pod

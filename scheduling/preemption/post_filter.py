@@ -29,6 +29,7 @@ from volsched.scheduling.preemption.victims import PodChanges, Victims, select_v
 
 PREFIX = "preemption: "
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+REASON_NO_CANDIDATE = "no candidate node for preemption"
 NOT_ELIGIBLE_POLICY = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
 PREEMPTED_BY_SCHEDULER = "PreemptionByScheduler"
@@ -55,6 +56,8 @@ class Preemption:
     rejected: dict[str, list[str]] = field(default_factory=dict)
     clear_nomination: bool = False
     lower_nominated: tuple[Pod, ...] = ()
+    # Internal errors of the dry run (a filter that failed on some node).
+    errors: list[str] = field(default_factory=list)
 
 
 def active_filters(profile: Profile, state: CycleState) -> list[FilterPlugin]:
@@ -132,6 +135,15 @@ class Preemptor:
     def post_filter(self, decision: Decision) -> Preemption | None:
         """None when preemption does not apply (the pod was placed, or the cycle failed
         with an internal error); otherwise the outcome, successful or not."""
+        found = self.find_candidates(decision)
+        if found is None or found.message is not None:
+            return found
+        return self.select_candidate(decision, found)
+
+    def find_candidates(self, decision: Decision) -> Preemption | None:
+        """The first half of ``post_filter``: the candidate nodes and their victims
+        (``candidates``), or a final answer (``message`` set). Between the halves the
+        daemon may let HTTP extenders trim the candidates (upstream's callExtenders)."""
         if decision.node is not None or decision.error is not None:
             return None
         pod = decision.pod
@@ -150,14 +162,24 @@ class Preemptor:
             result.clear_nomination = True
             result.message = PREFIX + fit_error_message(len(all_nodes), "", result.rejected)
             return result
-        errors = self._dry_run(decision, potential, result)
-        chosen = pick_one_node(list(result.candidates.values()), self.cluster.pod_priority)
-        if chosen is None:
+        result.errors = self._dry_run(decision, potential, result)
+        if not result.candidates:
+            errors = result.errors
             result.clear_nomination = not errors
             if errors:
                 result.message = PREFIX + errors[0]
             else:
                 result.message = PREFIX + fit_error_message(len(all_nodes), "", result.rejected)
+        return result
+
+    def select_candidate(self, decision: Decision, result: Preemption) -> Preemption:
+        """The second half: one node among ``result.candidates`` (upstream's
+        SelectCandidate), and the lower-priority pods nominated there."""
+        pod = decision.pod
+        chosen = pick_one_node(list(result.candidates.values()), self.cluster.pod_priority)
+        if chosen is None:
+            # Extenders took every candidate away (upstream's words for it).
+            result.message = PREFIX + REASON_NO_CANDIDATE
             return result
         result.node = chosen.node
         result.victims = chosen.pods

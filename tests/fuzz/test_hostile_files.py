@@ -15,6 +15,7 @@ from volsched.daemon.cli.main import main
 from volsched.daemon.cli.snapshot_files import load_snapshot
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.policy_file import load_policy_file
+from volsched.scheduling.extender_config import parse_extenders
 
 DEEP = "[" * 50_000 + "]" * 50_000
 NODE = (
@@ -112,3 +113,66 @@ def test_any_file_is_a_result_or_one_clear_error(tmp_path: Path, content: str) -
         except VolschedError as exc:
             assert "\n" not in str(exc).strip()
             assert str(path) in str(exc)
+
+
+EXTENDER_FIELDS = (
+    "urlPrefix",
+    "filterVerb",
+    "prioritizeVerb",
+    "preemptVerb",
+    "bindVerb",
+    "weight",
+    "enableHTTPS",
+    "tlsConfig",
+    "httpTimeout",
+    "nodeCacheCapable",
+    "managedResources",
+    "ignorable",
+    "extra",
+)
+# A value of any YAML shape, and the few strings that mean something here.
+field_value = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-3, max_value=3),
+    st.sampled_from(["http://x:1", "https://x:1/p", "5s", "0s", "-1s", "1m30s", "bind", "%"]),
+    st.sampled_from(["example.com/gpu", "gpu", "a/b/c", "kubernetes.io/x", "Example.com/x"]),
+    st.text(max_size=12),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["name", "ignoredByScheduler", "insecure", "caData", "x"]),
+            st.one_of(st.booleans(), st.sampled_from(["example.com/gpu", "bad name", "QUFB"])),
+            max_size=3,
+        ),
+        max_size=3,
+    ),
+    st.dictionaries(
+        st.sampled_from(["insecure", "serverName", "caData", "certData", "caFile", "x"]),
+        st.one_of(st.booleans(), st.text(max_size=8)),
+        max_size=3,
+    ),
+)
+extender_lists = st.one_of(
+    field_value,
+    st.lists(
+        st.dictionaries(st.sampled_from(EXTENDER_FIELDS), field_value, max_size=6), max_size=3
+    ),
+)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(extenders=extender_lists)
+def test_any_extenders_list_is_a_result_or_one_clear_error(extenders: object) -> None:
+    """The ``extenders:`` of a KubeSchedulerConfiguration, whatever its shape."""
+    try:
+        parsed = parse_extenders(extenders, "sched.yaml")
+    except VolschedError as exc:
+        assert "\n" not in str(exc).strip()
+        assert str(exc).startswith("sched.yaml: extenders")
+    else:
+        assert all(spec.url_prefix.startswith("http") for spec in parsed)
+        assert sum(1 for spec in parsed if spec.bind_verb) <= 1

@@ -252,7 +252,7 @@ profiles:
         ),
         ("profiles: [{plugins: {filter: {enabled: 3}}}]", "plugins.filter.enabled: must be a list"),
         ("profiles: [{pluginz: {}}]", "profiles[0].pluginz: unknown field"),
-        ("extenders: [{urlPrefix: http://x}]", "extenders: volsched is a scheduler"),
+        ("extenders: [{urlPrefix: ftp://x}]", "extenders[0].urlPrefix: must be an http:// or"),
         ("percentageOfNodesToScore: 101", "percentageOfNodesToScore: must be between 0 and 100"),
     ],
 )
