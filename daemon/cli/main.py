@@ -24,7 +24,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from volsched.cache.cluster import ClusterCache
@@ -75,9 +75,13 @@ def _profiles(
                 "cannot both be given; keep one"
             )
         return (ProfileSpec(settings.scheduler_name, load_policy_file(path)),)
-    if settings.profiles:
-        return settings.profiles
     storage = bool(cluster.storage.storage_nodes)
+    if settings.profiles:
+        # The storage plugins the defaults add join only where the snapshot runs
+        # replicated storage, with a configuration as without one.
+        return tuple(
+            replace(profile, policy=profile.policy_for(storage)) for profile in settings.profiles
+        )
     return (default_profile(with_storage=storage, scheduler_name=settings.scheduler_name),)
 
 
