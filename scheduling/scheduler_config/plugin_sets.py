@@ -210,15 +210,15 @@ def check_derived_points(
 def _refuse_missing_point(point: str, plugin: str, at: Where) -> None:
     if point == "preFilter" and plugin in NEEDS_PRE_FILTER:
         raise at.fail(
-            f"{plugin}'s Filter needs its PreFilter: kube-scheduler fails every pod with "
-            f'"running \\"{plugin}\\" filter plugin: {NEEDS_PRE_FILTER[plugin]}"; '
+            f"{plugin}'s Filter needs its PreFilter: kube-scheduler fails every pod with: "
+            f'running "{plugin}" filter plugin: {NEEDS_PRE_FILTER[plugin]}; '
             f"disable {plugin} at filter as well"
         )
     if point == "preScore" and plugin in NEEDS_PRE_SCORE:
         raise at.fail(
-            f"{plugin}'s Score needs its PreScore: kube-scheduler fails every pod with "
-            f'"running Score plugins: plugin \\"{plugin}\\" failed with: '
-            f'{NEEDS_PRE_SCORE[plugin]}"; disable {plugin} at score as well'
+            f"{plugin}'s Score needs its PreScore: kube-scheduler fails every pod with: "
+            f'running Score plugins: plugin "{plugin}" failed with: {NEEDS_PRE_SCORE[plugin]}; '
+            f"disable {plugin} at score as well"
         )
     if point in ("reserve", "preBind"):
         raise at.fail(

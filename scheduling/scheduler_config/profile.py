@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from volsched.scheduling.plugins.inter_pod_affinity import DEFAULT_HARD_POD_AFFINITY_WEIGHT
+from volsched.scheduling.plugins.node_resources import BALANCED_RESOURCES
 from volsched.scheduling.plugins.resource_scoring import ScoringStrategy
 from volsched.scheduling.policy import PolicySpec, PredicateSpec, PrioritySpec
 from volsched.scheduling.scheduler_config.catalog import (
@@ -143,7 +144,9 @@ def _score_arguments(plugin: str, arguments: Mapping[str, Mapping[str, Any]]) ->
         return {"shape": tuple((p.utilization, p.score) for p in args["shape"])}
     if plugin == "NodeAffinity" and "addedAffinity" in args:
         return {"addedAffinity": args["addedAffinity"]}
-    if plugin == "NodeResourcesBalancedAllocation" and "resources" in args:
+    if plugin == "NodeResourcesBalancedAllocation" and args.get(
+        "resources", BALANCED_RESOURCES
+    ) != (BALANCED_RESOURCES):
         return {"resources": args["resources"]}
     if plugin == "InterPodAffinity" and args.get("ignorePreferredTermsOfExistingPods"):
         return {"ignorePreferredTermsOfExistingPods": True}
