@@ -50,7 +50,7 @@ scalars = st.one_of(
     st.booleans(),
     st.integers(min_value=-(2**64), max_value=2**64),
     st.floats(allow_nan=True),
-    st.sampled_from(NAMES + ["LeastAllocated", "MostAllocated", "List", "System", "0s", "15s"]),
+    st.sampled_from([*NAMES, "LeastAllocated", "MostAllocated", "List", "System", "0s", "15s"]),
     st.text(max_size=8),
 )
 values = st.recursive(
