@@ -3,6 +3,7 @@ naming the document and the path inside it (``profiles[0].plugins.score.enabled[
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -81,3 +82,9 @@ def name(value: Any, where: Where) -> str:
     if not isinstance(value, str) or not value:
         raise where.fail("must be a non-empty string")
     return value
+
+
+def quoted(text: str) -> str:
+    """A name from the document, quoted as Go's %q does, every control character escaped
+    (the error stays one line whatever the document holds)."""
+    return json.dumps(text)

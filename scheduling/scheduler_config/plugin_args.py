@@ -35,6 +35,7 @@ from volsched.scheduling.scheduler_config.fields import (
     items,
     mapping,
     name,
+    quoted,
 )
 from volsched.scheduling.scheduler_config.plugin_sets import check_plugin_name
 from volsched.scheduling.volumes.scoring import ShapePoint
@@ -57,7 +58,7 @@ def _resources(
                 "resource the same"
             )
         if any(seen == resource for seen, _ in resources):
-            raise at.at("name").fail(f"resource {resource} is listed twice")
+            raise at.at("name").fail(f"resource {quoted(resource)} is listed twice")
         resources.append((resource, weight))
     return tuple(resources)
 
@@ -269,7 +270,7 @@ def _default_constraints(value: Any, where: Where) -> tuple[DefaultConstraint, .
                 f"must be DoNotSchedule or ScheduleAnyway, not {when!r}"
             )
         if (key, when) in seen:
-            raise at.at("topologyKey").fail(f"{key} is duplicated for {when}")
+            raise at.at("topologyKey").fail(f"{quoted(key)} is duplicated for {when}")
         seen.add((key, when))
         constraints.append(DefaultConstraint(max_skew, key, when))
     return tuple(constraints)

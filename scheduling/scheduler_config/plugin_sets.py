@@ -42,6 +42,7 @@ from volsched.scheduling.scheduler_config.fields import (
     items,
     mapping,
     name,
+    quoted,
 )
 
 Weighted = tuple[str, int | None]
@@ -81,7 +82,7 @@ def check_plugin_name(plugin: str, where: Where) -> None:
             "kube-scheduler's in-tree plugins and its own"
         )
     if plugin not in PLUGINS:
-        raise where.fail(f'plugin "{plugin}" does not exist')
+        raise where.fail(f"plugin {quoted(plugin)} does not exist")
 
 
 def _check_point(plugin: str, where: Where, point: str) -> None:
@@ -116,7 +117,7 @@ def parse_plugin_set(value: Any, where: Where, point: str) -> PluginSet:
         plugin = name(entry.get("name"), at.at("name"))
         known = (*PLUGINS, *REMOVED_IN_V1, *UNAVAILABLE, *OUT_OF_TREE, "*")
         if plugin not in known:
-            raise at.at("name").fail(f'plugin "{plugin}" does not exist')
+            raise at.at("name").fail(f"plugin {quoted(plugin)} does not exist")
         disabled[plugin] = at.at("name")
     return PluginSet(enabled, disabled)
 
