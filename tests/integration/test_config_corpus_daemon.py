@@ -54,3 +54,20 @@ async def test_empty_leader_election_values_lead_on_kube_schedulers_lease(
     assert lease["spec"]["leaseDurationSeconds"] == 15
     cluster.server.load([pod("placed", cpu="100m")])
     await eventually(lambda: cluster.node_of("placed"), what="a pod placed")
+
+
+async def test_the_default_profile_prefers_the_node_holding_the_image(cluster: Cluster) -> None:
+    """status.images survives the watch decode into the node view: ImageLocality (weight
+    1 in the default profile) outweighs the cpu the node holding the image already gives
+    away, which alone would send the pod to the other node."""
+    cached = node("cached")
+    cached["status"]["images"] = [  # type: ignore[index]
+        {"names": ["registry.local/notebook:2026.1"], "sizeBytes": 900 * 1024 * 1024}
+    ]
+    cluster.server.load([node("cold"), cached, running("filler", "cached", "1")])
+    await cluster.start_daemon()
+    notebook = pod("notebook")
+    notebook["spec"]["containers"][0]["image"] = "registry.local/notebook:2026.1"  # type: ignore[index]
+    cluster.server.load([notebook])
+    await eventually(lambda: cluster.node_of("notebook"), what="the notebook placed")
+    assert cluster.node_of("notebook") == "cached"
