@@ -56,31 +56,25 @@ class ImageLocality:
         return self.score_nodes(state, pod, [node])[0]
 
     def score_nodes(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> list[int]:
-        """Every node's score; how many nodes hold each of the pod's images is counted
-        once per cycle, over the whole cluster."""
-        if not pod.images:
+        """Every node's score; how many nodes hold each image comes from the cache's
+        image index, so a pod whose images no node lists costs no pass over the nodes."""
+        holders = self.cluster.image_nodes
+        wanted = [
+            (image, holders[image])
+            for image in map(normalized_image_name, pod.images)
+            if image in holders
+        ]
+        if not wanted:
             return [0] * len(nodes)
-        wanted = [normalized_image_name(image) for image in pod.images]
-        all_nodes = self.cluster.node_list()
-        holders = dict.fromkeys(wanted, 0)
-        for info in all_nodes:
-            images = info.node.images
-            if images:
-                for image in holders:
-                    if image in images:
-                        holders[image] += 1
-        total = len(all_nodes)
+        total = len(self.cluster.nodes)
         containers = len(pod.images)
         scores = []
         for info in nodes:
             images = info.node.images
-            if not images:
-                scores.append(0)
-                continue
             summed = 0
-            for image in wanted:
+            for image, count in wanted:
                 size = images.get(image)
                 if size is not None:
-                    summed += scaled_image_score(size, holders[image], total)
+                    summed += scaled_image_score(size, count, total)
             scores.append(calculate_priority(summed, containers))
         return scores

@@ -137,3 +137,25 @@ def test_node_view_keeps_only_image_names_and_sizes() -> None:
     raw = node("n", (["a:1", "a:latest"], 5), (["b:2"], 7))
     raw["status"]["images"][0]["extra"] = "dropped"
     assert parse_node(raw).images == {"a:1": 5, "a:latest": 5, "b:2": 7}
+
+
+def test_the_spread_follows_nodes_that_gain_lose_and_leave() -> None:
+    cluster = ClusterCache()
+    for raw in (BIG, SMALL, BARE):
+        cluster.upsert("Node", parse_node(raw))
+    assert cluster.image_nodes["registry.local/db:latest"] == 1
+    bare_with_db = node("bare", (["registry.local/db:latest"], 500 * MIB))
+    bare_with_db["metadata"]["resourceVersion"] = "2"
+    cluster.upsert("Node", parse_node(bare_with_db))
+    assert cluster.image_nodes["registry.local/db:latest"] == 2
+    cluster.delete("Node", "big")
+    assert cluster.image_nodes["registry.local/db:latest"] == 1
+    assert "registry.local/app:latest" not in cluster.image_nodes
+    plugin = ImageLocality(cluster)
+    infos = cluster.node_list()
+    scores = plugin.score_nodes(CycleState(), parse_pod(pod("registry.local/db")), infos)
+    # 500 MiB on one node of two: 250 MiB of a 1000 MiB range.
+    assert dict(zip((info.name for info in infos), scores, strict=True)) == {
+        "bare": 23,
+        "small": 0,
+    }
