@@ -170,7 +170,6 @@ NEEDS_PRE_SCORE = {
     "TaintToleration": 'failed to read "PreScoreTaintToleration" from cycleState: not found',
     "InterPodAffinity": 'failed to read "PreScoreInterPodAffinity" from cycleState: not found',
     "PodTopologySpread": 'error reading "PreScorePodTopologySpread" from cycleState: not found',
-    "SelectorSpread": 'error reading "PreScoreSelectorSpread" from cycleState: not found',
 }
 # Points whose plugins follow from the filter and score sets in volsched (a plugin's
 # PreFilter runs when its Filter does; its Reserve and PreBind with its Filter).

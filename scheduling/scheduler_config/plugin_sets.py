@@ -174,11 +174,12 @@ def check_derived_points(
     scores: Sequence[Weighted],
     where: Where,
 ) -> None:
-    """The points volsched runs with a plugin's filter or score: enabling one is a no-op
-    when the plugin runs there, and disabling one is refused where upstream's plugin
-    cannot work without it."""
-    filtering = {plugin for plugin, _ in filters}
-    scoring = {plugin for plugin, _ in scores}
+    """The points volsched runs with a plugin's filter or score. Enabling one is a no-op
+    when the plugin runs there. A plugin whose filter or score runs without one of these
+    points — disabled there, or enabled at filter or score alone, outside multiPoint — is
+    refused where upstream's plugin cannot work without it."""
+    filtering = [plugin for plugin, _ in filters]
+    scoring = [plugin for plugin, _ in scores]
     for point in DERIVED_POINTS:
         chosen = sets[point]
         main, running = ("score", scoring) if point == "preScore" else ("filter", filtering)
@@ -194,37 +195,36 @@ def check_derived_points(
                         f"enable {plugin} at {main} or multiPoint"
                     )
                 )
-        if not chosen.disabled:
-            continue
-        runs_here = dict(point_plugins(point, chosen, multi))
-        candidates = [plugin for plugin, _ in multi] + [plugin for plugin, _ in chosen.enabled]
-        for plugin in dict.fromkeys(candidates):
-            kind = PLUGINS.get(plugin)
-            if kind is None or point not in kind.points or plugin in runs_here:
+        runs_here = {plugin for plugin, _ in point_plugins(point, chosen, multi)}
+        for plugin in running:
+            if point not in PLUGINS[plugin].points or plugin in runs_here:
                 continue
-            if plugin not in running:
-                continue
-            at = chosen.disabled.get(plugin) or chosen.disabled["*"]
-            _refuse_missing_point(point, plugin, at)
+            at = chosen.disabled.get(plugin) or chosen.disabled.get("*")
+            if at is None:
+                index = [name for name, _ in sets[main].enabled].index(plugin)
+                at = where.at("plugins").at(main).at("enabled").at(index).at("name")
+                advice = f"enable {plugin} at multiPoint (or at {point} as well)"
+            else:
+                advice = f"disable {plugin} at {main} as well"
+            _refuse_missing_point(point, plugin, at, advice)
 
 
-def _refuse_missing_point(point: str, plugin: str, at: Where) -> None:
+def _refuse_missing_point(point: str, plugin: str, at: Where, advice: str) -> None:
     if point == "preFilter" and plugin in NEEDS_PRE_FILTER:
         raise at.fail(
-            f"{plugin}'s Filter needs its PreFilter: kube-scheduler fails every pod with: "
-            f'running "{plugin}" filter plugin: {NEEDS_PRE_FILTER[plugin]}; '
-            f"disable {plugin} at filter as well"
+            f"{plugin}'s Filter runs without its PreFilter: kube-scheduler fails every pod "
+            f'with: running "{plugin}" filter plugin: {NEEDS_PRE_FILTER[plugin]}; {advice}'
         )
     if point == "preScore" and plugin in NEEDS_PRE_SCORE:
         raise at.fail(
-            f"{plugin}'s Score needs its PreScore: kube-scheduler fails every pod with: "
-            f'running Score plugins: plugin "{plugin}" failed with: {NEEDS_PRE_SCORE[plugin]}; '
-            f"disable {plugin} at score as well"
+            f"{plugin}'s Score runs without its PreScore: kube-scheduler fails every pod "
+            f'with: running Score plugins: plugin "{plugin}" failed with: '
+            f"{NEEDS_PRE_SCORE[plugin]}; {advice}"
         )
     if point in ("reserve", "preBind"):
         raise at.fail(
             f"volsched runs {plugin}'s Reserve and PreBind with its Filter: the claims the "
-            f"filter chose must be assumed and bound; disable {plugin} at multiPoint instead"
+            f"filter chose must be assumed and bound; {advice}"
         )
 
 

@@ -203,14 +203,22 @@ def test_empty_leader_election_values_take_upstreams_defaults() -> None:
         ),
         (
             "profiles: [{plugins: {preScore: {disabled: [{name: TaintToleration}]}}}]",
-            "profiles[0].plugins.preScore.disabled[0].name: TaintToleration's Score needs its "
+            "profiles[0].plugins.preScore.disabled[0].name: TaintToleration's Score runs without its "
             "PreScore: kube-scheduler fails every pod with: running Score plugins: plugin "
             '"TaintToleration" failed with: failed to read "PreScoreTaintToleration"',
         ),
         (
             "profiles: [{plugins: {preFilter: {disabled: [{name: '*'}]}}}]",
-            "profiles[0].plugins.preFilter.disabled[0].name: NodePorts's Filter needs its "
+            "profiles[0].plugins.preFilter.disabled[0].name: NodePorts's Filter runs without its "
             "PreFilter",
+        ),
+        (
+            "profiles: [{plugins: {multiPoint: {disabled: [{name: '*'}]}, "
+            "filter: {enabled: [{name: NodePorts}]}}}]",
+            "profiles[0].plugins.filter.enabled[0].name: NodePorts's Filter runs without its "
+            'PreFilter: kube-scheduler fails every pod with: running "NodePorts" filter '
+            'plugin: reading "PreFilterNodePorts" from cycleState: not found; enable NodePorts '
+            "at multiPoint (or at preFilter as well)",
         ),
         (
             "podInitialBackoffSeconds: 0",
@@ -240,6 +248,9 @@ def test_refusals_are_one_line_naming_the_field(
         "preScore: {disabled: [{name: NodeResourcesFit}, {name: NodeAffinity}]}",
         "preFilter: {disabled: [{name: NodeAffinity}, {name: VolumeZone}]}",
         "preFilter: {disabled: [{name: NodeResourcesFit}]}\n    filter: {disabled: [{name: NodeResourcesFit}]}",
+        # The v1beta1 habit of naming a plugin at each of its points.
+        "multiPoint: {disabled: [{name: '*'}]}\n    preFilter: {enabled: [{name: NodePorts}]}"
+        "\n    filter: {enabled: [{name: NodePorts}]}\n    score: {enabled: [{name: ImageLocality}]}",
     ],
 )
 def test_points_upstreams_plugins_work_without_are_accepted(tmp_path: Path, plugins: str) -> None:
