@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError
 from volsched.scheduling.plugins.resource_scoring import MOST_ALLOCATED, ScoringStrategy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
 from volsched.scheduling.scheduler_config import (
     ProfileSpec,
     default_profile,
@@ -299,3 +301,26 @@ profiles: [{schedulerName: a}, {schedulerName: b}]
     assert config.leader_election.resource_name == "volsched-a"
     assert config.leader_election.lease_duration_seconds == 20
     assert config.kubeconfig == "/etc/volsched/kubeconfig"
+
+
+def test_scoring_arguments_reach_the_built_plugins() -> None:
+    profile = one_profile(
+        """
+profiles:
+- pluginConfig:
+  - name: InterPodAffinity
+    args: {ignorePreferredTermsOfExistingPods: true, hardPodAffinityWeight: 0}
+  - name: NodeResourcesBalancedAllocation
+    args: {resources: [{name: cpu}, {name: memory, weight: 0}, {name: example.com/gpu, weight: 1}]}
+"""
+    )
+    built = build_profile(profile.policy, PluginSet(ClusterCache()))
+    by_name: dict[str, Any] = {p.policy_name: p.plugin for p in built.priorities}
+    affinity = by_name["InterPodAffinity"]
+    assert affinity.ignore_preferred_terms_of_existing_pods
+    assert affinity.hard_pod_affinity_weight == 0
+    assert by_name["NodeResourcesBalancedAllocation"].resources == (
+        "cpu",
+        "memory",
+        "example.com/gpu",
+    )
