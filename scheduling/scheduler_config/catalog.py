@@ -98,6 +98,7 @@ UNAVAILABLE = {
 # The in-tree volume limits of the drivers that moved to CSI: kube-scheduler 1.36's
 # validation refuses them by name (NodeVolumeLimits counts their CSI volumes).
 REMOVED_IN_V1 = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
+IN_TREE_LIMITS = frozenset(REMOVED_IN_V1)
 # Well-known out-of-tree plugins (kubernetes-sigs/scheduler-plugins and others): named in
 # the refusal so a user knows the plugin is not mistyped but not part of kube-scheduler.
 OUT_OF_TREE = frozenset(
@@ -186,4 +187,3 @@ def default_plugins(with_storage: bool) -> tuple[tuple[str, int | None], ...]:
     return DEFAULT_MULTI_POINT + (STORAGE_MULTI_POINT if with_storage else ())
 
 
-IN_TREE_LIMITS = frozenset(REMOVED_IN_V1)
