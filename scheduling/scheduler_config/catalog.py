@@ -185,5 +185,3 @@ FIXED_POINTS = {
 
 def default_plugins(with_storage: bool) -> tuple[tuple[str, int | None], ...]:
     return DEFAULT_MULTI_POINT + (STORAGE_MULTI_POINT if with_storage else ())
-
-
