@@ -84,6 +84,9 @@ class ClusterCache:
         self.replicas_by_volume = self.storage.replicas_by_volume
         self.assumed_replicas: dict[str, list[AssumedReplica]] = defaultdict(list)
         self._node_order: list[NodeInfo] | None = None
+        # How many nodes list each image name in status.images (ImageLocality's spread;
+        # kube-scheduler's cache keeps the same image states).
+        self.image_nodes: dict[str, int] = {}
         self.generation = 0
         # Bumped when anything the replica scheduler reads changes (nodes, storage
         # nodes, replicas), so its derived view is rebuilt only then.
@@ -210,9 +213,22 @@ class ClusterCache:
                 held.remove(placement)
         self.generation += 1
 
+    def _count_images(self, images: dict[str, int], change: int) -> None:
+        counts = self.image_nodes
+        for image in images:
+            count = counts.get(image, 0) + change
+            if count > 0:
+                counts[image] = count
+            else:
+                counts.pop(image, None)
+
     def _upsert_Node(self, node: Node) -> None:
         self.storage_generation += 1
         info = self.nodes.get(node.meta.name)
+        old_images = info.node.images if info is not None else {}
+        if old_images != node.images:
+            self._count_images(old_images, -1)
+            self._count_images(node.images, 1)
         if info is None or info.node.meta.labels != node.meta.labels:
             self.node_labels_generation += 1
         if info is None:
@@ -232,6 +248,7 @@ class ClusterCache:
         self.storage_generation += 1
         info = self.nodes.pop(name, None)
         if info is not None:
+            self._count_images(info.node.images, -1)
             self._node_order = None
             self.node_labels_generation += 1
             self.pod_index.node_removed(info)

@@ -12,6 +12,7 @@ from volsched.scheduling.framework.interfaces import FilterPlugin, ScorePlugin
 from volsched.scheduling.framework.profile import Predicate, Priority, Profile
 from volsched.scheduling.plugins.csi_limits import CSILimits
 from volsched.scheduling.plugins.equal_priority import EqualPriority
+from volsched.scheduling.plugins.image_locality import ImageLocality
 from volsched.scheduling.plugins.inter_pod_affinity import (
     DEFAULT_HARD_POD_AFFINITY_WEIGHT,
     InterPodAffinity,
@@ -21,6 +22,7 @@ from volsched.scheduling.plugins.node_label import NodeLabelPreference, NodeLabe
 from volsched.scheduling.plugins.node_name import NodeName
 from volsched.scheduling.plugins.node_ports import NodePorts
 from volsched.scheduling.plugins.node_resources import (
+    BALANCED_RESOURCES,
     BalancedAllocation,
     LeastAllocated,
     NodeResourcesFit,
@@ -58,6 +60,8 @@ class PluginSet:
         self._shared: dict[str, Any] = {}
         self.volume_shape: tuple[ShapePoint, ...] = DEFAULT_SHAPE
         self.hard_pod_affinity_weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT
+        # InterPodAffinityArgs.ignorePreferredTermsOfExistingPods.
+        self.ignore_preferred_terms_of_existing_pods = False
         self.spread_defaults: tuple[tuple[DefaultConstraint, ...], str] = (
             SYSTEM_DEFAULT_CONSTRAINTS,
             SYSTEM,
@@ -78,7 +82,11 @@ class PluginSet:
     def inter_pod_affinity(self) -> InterPodAffinity:
         plugin: InterPodAffinity = self.shared(
             "InterPodAffinity",
-            lambda: InterPodAffinity(self.cluster, self.hard_pod_affinity_weight),
+            lambda: InterPodAffinity(
+                self.cluster,
+                self.hard_pod_affinity_weight,
+                self.ignore_preferred_terms_of_existing_pods,
+            ),
         )
         return plugin
 
@@ -141,7 +149,10 @@ class PluginSet:
         cluster = self.cluster
         builders: dict[str, Any] = {
             "LeastRequestedPriority": lambda: LeastAllocated(cluster),
-            "BalancedResourceAllocation": lambda: BalancedAllocation(cluster),
+            "BalancedResourceAllocation": lambda: BalancedAllocation(
+                cluster, tuple(argument.get("resources", BALANCED_RESOURCES))
+            ),
+            "ImageLocalityPriority": lambda: ImageLocality(cluster),
             "SelectorSpreadPriority": lambda: SelectorSpread(cluster),
             "EqualPriority": lambda: EqualPriority(cluster),
             "NodeAffinityPriority": lambda: self.node_affinity(argument),
@@ -175,6 +186,10 @@ def build_profile(
         if priority.kind == "PrioritizeVolumes" and "shape" in priority.argument:
             plugins.volume_shape = tuple(
                 ShapePoint(utilization, score) for utilization, score in priority.argument["shape"]
+            )
+        if priority.kind == "InterPodAffinityPriority":
+            plugins.ignore_preferred_terms_of_existing_pods = bool(
+                priority.argument.get("ignorePreferredTermsOfExistingPods")
             )
     plugins.hard_pod_affinity_weight = spec.hard_pod_affinity_weight
     if spec.spread_defaults is not None:

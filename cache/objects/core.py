@@ -84,6 +84,9 @@ class Node:
     unschedulable: bool = False
     taints: tuple[Taint, ...] = ()
     ready: bool = True
+    # status.images, only what ImageLocality reads: each name of each image → its size
+    # in bytes (a node lists an image under several names: tags and digests).
+    images: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -145,6 +148,8 @@ class Pod(NamespacedView):
     nominated_node_name: str = ""
     start_time: float | None = None
     disruption_reason: str = ""
+    # The images of spec.initContainers then spec.containers (ImageLocality).
+    images: tuple[str, ...] = ()
 
     @property
     def labels(self) -> dict[str, str]:
@@ -186,7 +191,19 @@ def parse_node(raw: Raw) -> Node:
         unschedulable=spec.bool("unschedulable"),
         taints=tuple(_taint(item) for item in spec.items("taints")),
         ready=ready,
+        images=_node_images(status),
     )
+
+
+def _node_images(status: Fields) -> dict[str, int]:
+    """Names → size of ``status.images``; the first listing of a name wins, as in
+    kube-scheduler's image state cache."""
+    images: dict[str, int] = {}
+    for image in status.items("images"):
+        size = image.int("sizeBytes")
+        for image_name in image.str_list("names"):
+            images.setdefault(image_name, size)
+    return images
 
 
 def _non_negative(fields: Fields, key: str) -> dict[str, Fraction]:
@@ -401,4 +418,9 @@ def parse_pod(raw: Raw) -> Pod:
         nominated_node_name=status.str("nominatedNodeName"),
         start_time=status.timestamp("startTime"),
         disruption_reason=_disruption_reason(status),
+        images=tuple(
+            container.str("image")
+            for key in ("initContainers", "containers")
+            for container in spec.items(key)
+        ),
     )

@@ -60,6 +60,8 @@ _METADATA: Shape = {
 
 _CONTAINER: Shape = {
     "name": KEEP,
+    # ImageLocality scores the nodes that already hold the image.
+    "image": KEEP,
     "resources": {"requests": KEEP, "limits": KEEP},
     "ports": [{"hostPort": KEEP, "hostIP": KEEP, "protocol": KEEP}],
     "restartPolicy": KEEP,
@@ -108,7 +110,12 @@ _SHAPES: dict[str, Mapping[str, Shape]] = {
     },
     "Node": {
         "spec": {"unschedulable": KEEP, "taints": KEEP},
-        "status": {"allocatable": KEEP, "capacity": KEEP, "conditions": _CONDITIONS},
+        "status": {
+            "allocatable": KEEP,
+            "capacity": KEEP,
+            "conditions": _CONDITIONS,
+            "images": [{"names": KEEP, "sizeBytes": KEEP}],
+        },
     },
     "PersistentVolume": {
         "spec": {

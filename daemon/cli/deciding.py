@@ -53,13 +53,16 @@ def _profiles(
                 "cannot both be given; keep one"
             )
         return (ProfileSpec(settings.scheduler_name, load_policy_file(path)),)
+    storage = bool(cluster.storage.storage_nodes)
     if settings.profiles:
+        # The storage plugins the defaults add join only where the snapshot runs
+        # replicated storage, with a configuration as without one; the resources an
+        # extender manages for the scheduler are not checked by NodeResourcesFit.
         ignored = ignored_by_scheduler(settings.extenders)
         return tuple(
-            replace(spec, policy=with_ignored_resources(spec.policy, ignored))
+            replace(spec, policy=with_ignored_resources(spec.policy_for(storage), ignored))
             for spec in settings.profiles
         )
-    storage = bool(cluster.storage.storage_nodes)
     return (default_profile(with_storage=storage, scheduler_name=settings.scheduler_name),)
 
 

@@ -317,38 +317,23 @@ def apply_scheduler_configuration(
         once("kubeconfig", "clientConnection.kubeconfig")
         changes["kubeconfig"] = config.kubeconfig
     election = config.leader_election
-    if election:
+    if election.given:
         once("leaderElection", "leaderElection")
-        lock = election.get("resourceLock", "leases")
-        if lock != "leases":
-            raise ConfigError(
-                f"{source}: leaderElection.resourceLock: volsched uses leases, not {lock!r}"
-            )
-        enabled = election.get("leaderElect", True)
-        if not isinstance(enabled, bool):
-            raise ConfigError(f"{source}: leaderElection.leaderElect: must be true or false")
         current = settings.leader_election
-        durations: dict[str, Any] = {}
-        for key, attribute in (
-            ("leaseDuration", "lease_duration_seconds"),
-            ("renewDeadline", "renew_deadline_seconds"),
-            ("retryPeriod", "retry_period_seconds"),
-        ):
-            if key in election:
-                durations[attribute] = parse_duration(
-                    election[key], f"{source}: leaderElection.{key}"
-                )
-        names: dict[str, Any] = {}
-        for key, attribute in (
-            ("resourceName", "lease_name"),
-            ("resourceNamespace", "lease_namespace"),
-        ):
-            if key in election:
-                value = election[key]
-                if not isinstance(value, str) or not value:
-                    raise ConfigError(f"{source}: leaderElection.{key}: must be a non-empty string")
-                names[attribute] = value
-        changes["leader_election"] = replace(current, enabled=enabled, **durations, **names)
+        given: dict[str, Any] = {
+            "enabled": election.leader_elect,
+            "lease_duration_seconds": election.lease_duration_seconds,
+            "renew_deadline_seconds": election.renew_deadline_seconds,
+            "retry_period_seconds": election.retry_period_seconds,
+            "lease_name": election.resource_name,
+            "lease_namespace": election.resource_namespace,
+        }
+        try:
+            changes["leader_election"] = replace(
+                current, **{key: value for key, value in given.items() if value is not None}
+            )
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
     return replace(settings, **changes)
 
 

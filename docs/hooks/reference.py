@@ -355,7 +355,11 @@ def render_plugins(_: Context) -> str:
     limits: frozenset[str] = attribute(config, "IN_TREE_LIMITS")
     not_run = [(f"`{n}`", reason) for n, reason in unavailable.items()]
     not_run += [
-        (f"`{n}`", "a no-op since CSI migration; `NodeVolumeLimits` counts its CSI volumes")
+        (
+            f"`{n}`",
+            "removed from v1 (kube-scheduler 1.36 refuses it enabled); "
+            "`NodeVolumeLimits` counts its CSI volumes",
+        )
         for n in sorted(limits)
     ]
     return (

@@ -103,9 +103,14 @@ class InterPodAffinity:
         self,
         cluster: ClusterCache,
         hard_pod_affinity_weight: int = DEFAULT_HARD_POD_AFFINITY_WEIGHT,
+        ignore_preferred_terms_of_existing_pods: bool = False,
     ) -> None:
         self.cluster = cluster
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
+        # InterPodAffinityArgs.ignorePreferredTermsOfExistingPods: a pod with no preferred
+        # terms of its own is not scored at all (existing pods' terms are not looked at);
+        # a pod with some is scored as usual, existing pods' terms included, as upstream.
+        self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
         self._filter_key = f"PreFilter{self.name}"
         self._score_key = f"PreScore{self.name}"
 
@@ -317,6 +322,8 @@ class InterPodAffinity:
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         affinity = pod.pod_affinity
         incoming_preferred = affinity is not None and affinity.has_preferred
+        if not incoming_preferred and self.ignore_preferred_terms_of_existing_pods:
+            return SKIP
         if not incoming_preferred and not self.cluster.nodes_with_affinity_pods:
             return SKIP
         scores: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))

@@ -9,6 +9,7 @@ arithmetic, in upstream's units (millicores for cpu, whole units for everything 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection
 from functools import lru_cache
@@ -239,28 +240,39 @@ class LeastAllocated:
         return total // weight if weight else 0
 
 
-class BalancedAllocation:
-    """BalancedResourceAllocation: prefer the node whose cpu and memory use stay even.
+BALANCED_RESOURCES = (CPU, MEMORY)
 
-    Upstream's NodeResourcesBalancedAllocation with its default resources: the fractions
-    requested/allocatable of cpu and memory (actual requests, capped at 1, a resource the
-    node has none of left out) give a standard deviation, here ``|f1 - f2| / 2``, and the
-    score is ``int((1 - std) * 100)``. A best-effort pod (no cpu, no memory request) is
-    skipped at pre-score, as upstream does since 1.32, so it does not pile onto one node.
+
+class BalancedAllocation:
+    """BalancedResourceAllocation: prefer the node whose resource use stays even.
+
+    Upstream's NodeResourcesBalancedAllocation over its ``resources`` (default cpu and
+    memory): the fractions requested/allocatable (actual requests, capped at 1; a resource
+    the node has none of, or a scalar resource the pod does not ask for, left out) give a
+    standard deviation — ``|f1 - f2| / 2`` for two — and the score is
+    ``int((1 - std) * 100)``. A pod that requests none of the resources is skipped at
+    pre-score, as upstream does since 1.32, so it does not pile onto one node.
     """
 
     name = "NodeResourcesBalancedAllocation"
 
-    def __init__(self, cluster: ClusterCache) -> None:
+    def __init__(
+        self, cluster: ClusterCache, resources: tuple[str, ...] = BALANCED_RESOURCES
+    ) -> None:
         self.cluster = cluster
+        self.resources = resources
         self._key = f"PreScore{self.name}"
+        self._tag = f"{self.name} {' '.join(resources)}"
+
+    def _wanted(self, pod: Pod) -> tuple[tuple[int, ...], str]:
+        amounts = tuple(pod.requests.get(resource, 0) for resource in self.resources)
+        return amounts, f"{self._tag} {amounts!r}"
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        cpu = pod.requests.get(CPU, 0)
-        memory = pod.requests.get(MEMORY, 0)
-        if cpu == 0 and memory == 0:
+        wanted = self._wanted(pod)
+        if not any(wanted[0]):
             return SKIP
-        state.write(self._key, (cpu, memory, f"{self.name} {cpu} {memory}"))
+        state.write(self._key, wanted)
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
@@ -269,28 +281,26 @@ class BalancedAllocation:
     def score_nodes(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> list[int]:
         """Every node's score at once; a node that did not change since a pod of the
         same requests was scored reuses that score."""
-        wanted: tuple[int, int, str] | None = state.read(self._key)
-        if wanted is None:
-            cpu, memory = pod.requests.get(CPU, 0), pod.requests.get(MEMORY, 0)
-            wanted = (cpu, memory, f"{self.name} {cpu} {memory}")
-        pod_cpu, pod_memory, memo_key = wanted
-        if pod_cpu == 0 and pod_memory == 0:
+        wanted: tuple[tuple[int, ...], str] | None = state.read(self._key)
+        amounts, memo_key = wanted if wanted is not None else self._wanted(pod)
+        if not any(amounts):
             return [0] * len(nodes)
         balanced = self._balanced
         scores = []
         for node in nodes:
             score = node.memo.get(memo_key)
             if score is None:
-                score = node.remember(memo_key, balanced(node, pod_cpu, pod_memory))
+                score = node.remember(memo_key, balanced(node, amounts))
             scores.append(score)
         return scores
 
-    @staticmethod
-    def _balanced(node: NodeInfo, pod_cpu: int, pod_memory: int) -> int:
+    def _balanced(self, node: NodeInfo, amounts: tuple[int, ...]) -> int:
         allocatable = node.node.allocatable
         requested = node.requested
         fractions: list[float] = []
-        for resource, amount in ((CPU, pod_cpu), (MEMORY, pod_memory)):
+        for resource, amount in zip(self.resources, amounts, strict=True):
+            if amount == 0 and is_scalar_resource(resource):
+                continue
             capacity = allocatable.get(resource, 0)
             if capacity == 0:
                 continue
@@ -298,5 +308,11 @@ class BalancedAllocation:
             # would overflow.
             fraction = (requested.get(resource, 0) + amount) / capacity
             fractions.append(min(fraction, 1.0))
-        std = abs((fractions[0] - fractions[1]) / 2) if len(fractions) == 2 else 0.0
+        if len(fractions) == 2:
+            std = abs((fractions[0] - fractions[1]) / 2)
+        elif len(fractions) > 2:
+            mean = sum(fractions) / len(fractions)
+            std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+        else:
+            std = 0.0
         return int((1 - std) * MAX_NODE_SCORE)

@@ -163,9 +163,12 @@ def test_config_file_with_both_documents(tmp_path: Path) -> None:
         (HEAD + "---\n" + HEAD, "holds 2 KubeSchedulerConfiguration documents; keep one"),
         (
             HEAD + "leaderElection: {leaseDuration: soon}\n",
-            "leaderElection.leaseDuration: must be a positive duration such as 15s, not 'soon'",
+            "leaderElection.leaseDuration: must be a duration such as 15s, not 'soon'",
         ),
-        (HEAD + "leaderElection: {resourceLock: endpoints}\n", "volsched uses leases"),
+        (
+            HEAD + "leaderElection: {resourceLock: endpoints}\n",
+            "leaderElection.resourceLock: must be leases when leaderElect is true",
+        ),
         (
             HEAD + "profiles: [{plugins: {filter: {enabled: [{name: Nope}]}}}]\n",
             "config.yaml (KubeSchedulerConfiguration): profiles[0].plugins.filter.enabled[0].name",

@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError
 from volsched.scheduling.plugins.resource_scoring import MOST_ALLOCATED, ScoringStrategy
+from volsched.scheduling.profile_builder import PluginSet, build_profile
 from volsched.scheduling.scheduler_config import (
     ProfileSpec,
     default_profile,
@@ -44,6 +46,7 @@ DEFAULT_SCORES = [
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
 ]
 
 
@@ -111,7 +114,10 @@ def test_a_profile_without_plugins_is_the_default() -> None:
         pytest.param(
             "score: {enabled: [{name: NodeResourcesBalancedAllocation, weight: 5}]}",
             DEFAULT_FILTERS,
-            [("NodeResourcesBalancedAllocation", 5), *DEFAULT_SCORES[:-1]],
+            [
+                ("NodeResourcesBalancedAllocation", 5),
+                *[s for s in DEFAULT_SCORES if s[0] != "NodeResourcesBalancedAllocation"],
+            ],
             id="a plugin enabled at a specific point runs there first, with its weight",
         ),
         pytest.param(
@@ -133,7 +139,7 @@ def test_a_profile_without_plugins_is_the_default() -> None:
             id="a default listed at filter moves to the front of filter only",
         ),
         pytest.param(
-            "multiPoint: {disabled: [{name: EBSLimits}, {name: ImageLocality}]}",
+            "multiPoint: {disabled: [{name: EBSLimits}, {name: DynamicResources}]}",
             DEFAULT_FILTERS,
             DEFAULT_SCORES,
             id="disabling upstream plugins volsched does not run is harmless",
@@ -192,7 +198,7 @@ profiles:
     [
         (
             "profiles: [{plugins: {filter: {enabled: [{name: Bogus}]}}}]",
-            "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'Bogus'",
+            'profiles[0].plugins.filter.enabled[0].name: plugin "Bogus" does not exist',
         ),
         (
             "profiles: [{plugins: {filter: {enabled: [{name: NodeResourcesBalancedAllocation}]}}}]",
@@ -203,16 +209,12 @@ profiles:
             "profiles[0].plugins.score.enabled[0].name: NodePorts does not extend the score point",
         ),
         (
-            "profiles: [{plugins: {multiPoint: {enabled: [{name: NodePorts, weight: 2}]}}}]",
-            "profiles[0].plugins.multiPoint.enabled[0].weight: NodePorts is not a score plugin",
-        ),
-        (
-            "profiles: [{plugins: {score: {enabled: [{name: ImageLocality}]}}}]",
-            "ImageLocality is not available: volsched does not track the container images",
+            "profiles: [{plugins: {score: {enabled: [{name: DynamicResources}]}}}]",
+            "DynamicResources is not available: volsched does not allocate dynamic resources",
         ),
         (
             "profiles: [{plugins: {reserve: {disabled: [{name: VolumeBinding}]}}}]",
-            "profiles[0].plugins.reserve: volsched sets this point from the filter and score",
+            "profiles[0].plugins.reserve.disabled[0].name: volsched runs VolumeBinding's Reserve",
         ),
         (
             "profiles: [{plugins: {preEnqueue: {disabled: [{name: SchedulingGates}]}}}]",
@@ -240,7 +242,7 @@ profiles:
         ),
         (
             "profiles: [{pluginConfig: [{name: VolumeBinding, args: {bindTimeoutSeconds: -1}}]}]",
-            "args.bindTimeoutSeconds: must be between 1 and 86400, not -1",
+            "args.bindTimeoutSeconds: must be between 0 and 9223372036854775807, not -1",
         ),
         (
             "profiles: [{pluginConfig: [{name: NodeAffinity, args: {addedAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Near}]}]}}}}]}]",
@@ -264,7 +266,9 @@ def test_mistakes_name_the_document_profile_and_field(body: str, message: str) -
 
 
 def test_wrong_api_version() -> None:
-    with pytest.raises(ConfigError, match=r"apiVersion: must be kubescheduler.config.k8s.io/v1"):
+    with pytest.raises(
+        ConfigError, match=r"apiVersion: no kind .*kubescheduler.config.k8s.io/v1beta3"
+    ):
         parse_scheduler_configuration(
             {
                 "apiVersion": "kubescheduler.config.k8s.io/v1beta3",
@@ -294,5 +298,29 @@ profiles: [{schedulerName: a}, {schedulerName: b}]
     assert config.percentage_of_nodes_to_score == 30
     assert (config.pod_initial_backoff_seconds, config.pod_max_backoff_seconds) == (2, 20)
     assert config.parallelism == 8
-    assert config.leader_election["resourceName"] == "volsched-a"
+    assert config.leader_election.resource_name == "volsched-a"
+    assert config.leader_election.lease_duration_seconds == 20
     assert config.kubeconfig == "/etc/volsched/kubeconfig"
+
+
+def test_scoring_arguments_reach_the_built_plugins() -> None:
+    profile = one_profile(
+        """
+profiles:
+- pluginConfig:
+  - name: InterPodAffinity
+    args: {ignorePreferredTermsOfExistingPods: true, hardPodAffinityWeight: 0}
+  - name: NodeResourcesBalancedAllocation
+    args: {resources: [{name: cpu}, {name: memory, weight: 0}, {name: example.com/gpu, weight: 1}]}
+"""
+    )
+    built = build_profile(profile.policy, PluginSet(ClusterCache()))
+    by_name: dict[str, Any] = {p.policy_name: p.plugin for p in built.priorities}
+    affinity = by_name["InterPodAffinity"]
+    assert affinity.ignore_preferred_terms_of_existing_pods
+    assert affinity.hard_pod_affinity_weight == 0
+    assert by_name["NodeResourcesBalancedAllocation"].resources == (
+        "cpu",
+        "memory",
+        "example.com/gpu",
+    )

@@ -149,6 +149,7 @@ def test_the_rich_pod_keeps_what_scheduling_reads_and_nothing_it_must_not() -> N
     container = kept["spec"]["containers"][0]
     assert container == {
         "name": "app",
+        "image": "registry.example/app:1",
         "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}, "limits": {"cpu": "1"}},
         "ports": [{"hostPort": 8080, "protocol": "TCP"}],
     }

@@ -455,3 +455,31 @@ def test_match_and_mismatch_label_keys_use_the_pods_own_values() -> None:
     assert filter_all(plugin, incoming(web_a, together))["n1"] is not None
     plugin = InterPodAffinity(snapshot(existing("db-0", "n1", tenant_a)))
     assert filter_all(plugin, incoming(web_a, together))["n1"] is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "ignoring", "expected"),
+    [
+        pytest.param(None, False, {"n1": 0, "n2": 100, "n3": 0}, id="existing terms count"),
+        pytest.param(None, True, {"n1": 0, "n2": 0, "n3": 0}, id="ignored: not scored at all"),
+        # The pod's own preferred term (region east: n1, n2) brings the existing pod's
+        # term back too: n2 7 + 5, n1 5, n3 0.
+        pytest.param(
+            affinity(preferred=[(5, term("app", "region", values=("web",)))]),
+            True,
+            {"n1": 41, "n2": 100, "n3": 0},
+            id="a pod with preferred terms is scored in full",
+        ),
+    ],
+)
+def test_ignore_preferred_terms_of_existing_pods(
+    spec: Raw | None, ignoring: bool, expected: dict[str, int]
+) -> None:
+    """InterPodAffinityArgs.ignorePreferredTermsOfExistingPods, as upstream: it only
+    spares the work for a pod that has no preferred terms of its own."""
+    liking = affinity(preferred=[(7, term("tier", "zone", "Exists"))])
+    plugin = InterPodAffinity(
+        snapshot(existing("web-0", "n2", WEB, spec=liking)),
+        ignore_preferred_terms_of_existing_pods=ignoring,
+    )
+    assert scores(plugin, incoming(DB, spec)) == expected

@@ -537,3 +537,25 @@ def test_balanced_allocation_skips_best_effort_pods(incoming: Raw) -> None:
     best_effort = parse(pod("p", spec=incoming))
     assert plugin.pre_score(CycleState(), best_effort, [cache.nodes["n1"]]).code is Code.SKIP
     assert plugin.score(CycleState(), best_effort, cache.nodes["n1"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("resources", "expected"),
+    [
+        # cpu 2/4 = .5 and memory 0: std .25 -> 75.
+        pytest.param(("cpu", "memory"), 75, id="the default resources"),
+        # .5, 0 and 1/4 for the device: mean .25, std sqrt(.125/3) = .204 -> 79.
+        pytest.param(("cpu", "memory", "example.com/dev"), 79, id="three resources"),
+        # A scalar resource the pod does not ask for says nothing: cpu alone, no deviation.
+        pytest.param(("cpu", "example.com/other"), 100, id="an unrequested scalar is left out"),
+    ],
+)
+def test_balanced_allocation_over_configured_resources(
+    resources: tuple[str, ...], expected: int
+) -> None:
+    """NodeResourcesBalancedAllocationArgs.resources: the standard deviation over every
+    configured resource, as upstream computes it for more than two."""
+    cache = cluster(node("n1", extra={"example.com/dev": "4", "example.com/other": "2"}))
+    incoming = parse(pod("p", spec=containers({"cpu": "2", "example.com/dev": "1"})))
+    plugin = BalancedAllocation(cache, resources)
+    assert scores(plugin, incoming, cache) == [expected]

@@ -1,0 +1,289 @@
+"""Real-shaped KubeSchedulerConfigurations (``tests/cli/configs/``), each run through
+``volsched simulate`` and checked for what it changes in the decisions, and through the
+run command's loading path."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ConfigError
+from volsched.daemon.cli.main import main
+from volsched.daemon.config.loading import load_settings
+from volsched.daemon.runtime.profiles import build_profiles
+from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.scheduler_config import default_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFIGS = Path(__file__).resolve().parent / "configs"
+EXAMPLE = str(ROOT / "examples" / "cluster.yaml")
+CORPUS = sorted(CONFIGS.glob("*.yaml"))
+HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+# n-busy already runs a 3-cpu pod, n-idle nothing: LeastAllocated spreads a new pod onto
+# n-idle, MostAllocated packs it onto n-busy.
+BUSY_AND_IDLE = """
+kind: Node
+metadata: {name: n-busy}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+kind: Node
+metadata: {name: n-idle}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+kind: Pod
+metadata: {name: running, namespace: default}
+spec:
+  nodeName: n-busy
+  containers: [{name: c, resources: {requests: {cpu: "3", memory: 1Gi}}}]
+status: {phase: Running}
+---
+kind: Pod
+metadata: {name: new, namespace: default}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+---
+kind: Pod
+metadata: {name: unscored, namespace: default}
+spec:
+  schedulerName: no-scoring-scheduler
+  containers: [{name: c, resources: {requests: {cpu: 500m, memory: 1Gi}}}]
+"""
+
+
+def config(name: str) -> str:
+    return str(CONFIGS / name)
+
+
+def simulate(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    status = main(["simulate", *argv, "-o", "json", "--seed", "7"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    return {entry["pod"]: entry for entry in json.loads(captured.out)["pods"]}
+
+
+@pytest.fixture
+def busy_and_idle(tmp_path: Path) -> str:
+    path = tmp_path / "cluster.yaml"
+    path.write_text(BUSY_AND_IDLE)
+    return str(path)
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_each_configuration_simulates_the_example_cluster(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods = simulate(capsys, EXAMPLE, "--config", str(path))
+    assert any(entry["node"] for entry in pods.values())
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_the_run_command_loads_each_configuration(path: Path) -> None:
+    settings = load_settings(str(path), environ={})
+    cluster = ClusterCache()
+    profiles = build_profiles(settings, cluster, PluginSet(cluster), seed=1)
+    assert profiles.names == {profile.scheduler_name for profile in settings.profiles}
+
+
+def test_no_scoring_gives_every_node_the_same_score(
+    busy_and_idle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scored = simulate(capsys, busy_and_idle)["default/new"]["scores"]
+    assert len(set(scored.values())) > 1
+    for pods in (
+        simulate(capsys, busy_and_idle, "--config", config("no-scoring.yaml")),
+        simulate(capsys, EXAMPLE, "--config", config("no-scoring.yaml")),
+    ):
+        for entry in pods.values():
+            assert len(set(entry["scores"].values())) <= 1, entry
+
+
+def test_most_allocated_packs_onto_the_fullest_node(
+    busy_and_idle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert simulate(capsys, busy_and_idle)["default/new"]["node"] == "n-idle"
+    packed = simulate(capsys, busy_and_idle, "--config", config("most-allocated.yaml"))
+    assert packed["default/new"]["node"] == "n-busy"
+
+
+def test_requested_to_capacity_ratio_follows_its_shape(
+    busy_and_idle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods = simulate(capsys, busy_and_idle, "--config", config("requested-to-capacity-ratio.yaml"))
+    assert pods["default/new"]["node"] == "n-busy"
+
+
+def test_jupyterhub_weights_above_100_count_in_full(
+    busy_and_idle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods = simulate(capsys, busy_and_idle, "--config", config("jupyterhub-weights.yaml"))
+    new = pods["default/new"]
+    assert new["node"] == "n-busy"
+    # MostAllocated scores n-busy 56 (cpu 87, memory 25) at weight 121: far above what
+    # the default weights (at most 100 each) could sum to.
+    assert new["scores"]["n-busy"] >= 56 * 121
+
+
+def test_each_profile_decides_its_own_pods(
+    busy_and_idle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods = simulate(capsys, busy_and_idle, "--config", config("multiple-profiles.yaml"))
+    assert len(set(pods["default/new"]["scores"].values())) > 1
+    assert len(set(pods["default/unscored"]["scores"].values())) == 1
+
+
+def test_a_disabled_filter_admits_a_node_it_would_reject(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = simulate(capsys, EXAMPLE)["batch/report"]
+    assert report["filtered"]["node-b2"] == ["node(s) had untolerated taint {dedicated: gpu}"]
+    admitted = simulate(capsys, EXAMPLE, "--config", config("filter-disabled.yaml"))
+    assert "node-b2" not in admitted["batch/report"]["filtered"]
+
+
+@pytest.mark.parametrize("name", ["kwok-empty-defaults.yaml", "every-plugin-argument.yaml"])
+def test_defaults_spelled_out_decide_as_no_configuration(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Neither names a storage plugin: each gets the profile no configuration gives,
+    scores included (no storage plugin joins on a cluster without replicated storage)."""
+    plain = simulate(capsys, EXAMPLE)
+    configured = simulate(capsys, EXAMPLE, "--config", config(name))
+    assert {pod: (e["node"], e["scores"]) for pod, e in configured.items()} == {
+        pod: (e["node"], e["scores"]) for pod, e in plain.items()
+    }
+
+
+def test_every_plugin_argument_at_its_default_is_the_default_profile() -> None:
+    settings = load_settings(config("every-plugin-argument.yaml"), environ={})
+    (profile,) = settings.profiles
+    default = default_profile(with_storage=False).policy
+    assert profile.policy_for(False).predicates == default.predicates
+    assert profile.policy_for(False).priorities == default.priorities
+    assert profile.bind_timeout_seconds == 600
+    assert profile.policy.min_candidate_nodes == (10, 100)
+
+
+def test_empty_leader_election_values_take_upstreams_defaults() -> None:
+    election = load_settings(config("kwok-empty-defaults.yaml"), environ={}).leader_election
+    assert election.enabled
+    assert (election.lease_name, election.lease_namespace) == ("kube-scheduler", "kube-system")
+    assert (
+        election.lease_duration_seconds,
+        election.renew_deadline_seconds,
+        election.retry_period_seconds,
+    ) == (15, 10, 2)
+    named = load_settings(config("jupyterhub-weights.yaml"), environ={}).leader_election
+    assert (named.lease_name, named.lease_namespace) == ("user-scheduler-lock", "jhub")
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "profiles: [{plugins: {filter: {enabled: [{name: EBSLimits}]}}}]",
+            'profiles[0].plugins.filter.enabled[0].name: Invalid value: "EBSLimits": was '
+            'invalid in version "kubescheduler.config.k8s.io/v1"',
+        ),
+        (
+            "profiles: [{plugins: {multiPoint: {enabled: [{name: GCEPDLimits}]}}}]",
+            'profiles[0].plugins.multiPoint.enabled[0].name: Invalid value: "GCEPDLimits"',
+        ),
+        (
+            "profiles: [{pluginConfig: [{name: AzureDiskLimits}]}]",
+            'profiles[0].pluginConfig[0].name: Invalid value: "AzureDiskLimits"',
+        ),
+        (
+            "profiles: [{plugins: {multiPoint: {enabled: [{name: Coscheduling}]}}}]",
+            "Coscheduling is an out-of-tree plugin, not part of kube-scheduler",
+        ),
+        (
+            "profiles: [{plugins: {preScore: {disabled: [{name: TaintToleration}]}}}]",
+            "profiles[0].plugins.preScore.disabled[0].name: TaintToleration's Score runs without its "
+            "PreScore: kube-scheduler fails every pod with: running Score plugins: plugin "
+            '"TaintToleration" failed with: failed to read "PreScoreTaintToleration"',
+        ),
+        (
+            "profiles: [{plugins: {preFilter: {disabled: [{name: '*'}]}}}]",
+            "profiles[0].plugins.preFilter.disabled[0].name: NodePorts's Filter runs without its "
+            "PreFilter",
+        ),
+        (
+            "profiles: [{plugins: {multiPoint: {disabled: [{name: '*'}]}, "
+            "filter: {enabled: [{name: NodePorts}]}}}]",
+            "profiles[0].plugins.filter.enabled[0].name: NodePorts's Filter runs without its "
+            'PreFilter: kube-scheduler fails every pod with: running "NodePorts" filter '
+            'plugin: reading "PreFilterNodePorts" from cycleState: not found; enable NodePorts '
+            "at multiPoint (or at preFilter as well)",
+        ),
+        (
+            "podInitialBackoffSeconds: 0",
+            "podInitialBackoffSeconds: must be greater than 0, not 0",
+        ),
+        ("parallelism: -2", "parallelism: must be greater than 0, not -2"),
+    ],
+)
+def test_refusals_are_one_line_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, message: str
+) -> None:
+    path = tmp_path / "sched.yaml"
+    path.write_text(HEAD + body + "\n")
+    with pytest.raises(ConfigError) as error:
+        load_settings(str(path), environ={})
+    assert message in str(error.value)
+    status = main(["simulate", EXAMPLE, "--config", str(path)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{path} (KubeSchedulerConfiguration): " in err
+
+
+@pytest.mark.parametrize(
+    "plugins",
+    [
+        "preScore: {disabled: [{name: NodeResourcesFit}, {name: NodeAffinity}]}",
+        "preFilter: {disabled: [{name: NodeAffinity}, {name: VolumeZone}]}",
+        "preFilter: {disabled: [{name: NodeResourcesFit}]}\n    filter: {disabled: [{name: NodeResourcesFit}]}",
+        # The v1beta1 habit of naming a plugin at each of its points.
+        "multiPoint: {disabled: [{name: '*'}]}\n    preFilter: {enabled: [{name: NodePorts}]}"
+        "\n    filter: {enabled: [{name: NodePorts}]}\n    score: {enabled: [{name: ImageLocality}]}",
+    ],
+)
+def test_points_upstreams_plugins_work_without_are_accepted(tmp_path: Path, plugins: str) -> None:
+    path = tmp_path / "sched.yaml"
+    path.write_text(HEAD + f"profiles:\n- plugins:\n    {plugins}\n")
+    (profile,) = load_settings(str(path), environ={}).profiles
+    assert profile.policy.priorities
+
+
+@pytest.mark.parametrize(
+    ("version", "removed_in", "advice"),
+    [
+        ("v1beta3", "1.29", "SelectorSpread was removed"),
+        ("v1beta2", "1.28", "TaintToleration's from 1 to 3"),
+        ("v1beta1", "1.23", "became NodeResourcesFit's scoringStrategy"),
+        ("v1alpha1", "1.19", "became profiles of plugins"),
+    ],
+)
+def test_retired_versions_say_how_to_migrate(
+    tmp_path: Path, version: str, removed_in: str, advice: str
+) -> None:
+    path = tmp_path / "sched.yaml"
+    # The version is read first: the unknown field after it is never reached.
+    path.write_text(
+        f"apiVersion: kubescheduler.config.k8s.io/{version}\n"
+        "kind: KubeSchedulerConfiguration\nalgorithmSource: {provider: DefaultProvider}\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        load_settings(str(path), environ={})
+    text = str(error.value)
+    assert (
+        f'apiVersion: no kind "KubeSchedulerConfiguration" is registered for version "kubescheduler.config.k8s.io/{version}"'
+        in text
+    )
+    assert f"removed it in {removed_in}" in text
+    assert advice in text
