@@ -25,6 +25,7 @@ from typing import Any
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import Pod
+from volsched.cache.objects.durations import go_duration_seconds as parse_go_duration
 from volsched.scheduling.policy import PolicySpec
 
 DEFAULT_HTTP_TIMEOUT_SECONDS = 5.0
@@ -69,8 +70,6 @@ _SUBDOMAIN_HELP = (
     "'example.com', regex used for validation is "
     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 )
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,18 +198,10 @@ def go_duration_seconds(value: Any, at: _At) -> float:
     """A metav1.Duration (``5s``, ``1m30s``, ``500ms``, ``0s``) in seconds."""
     if isinstance(value, bool) or not isinstance(value, str) or not value:
         raise at.fail(f"must be a duration such as 5s, not {_go_value(value)}")
-    if value == "0":
-        return 0.0
-    position = 0
-    total = 0.0
-    for match in _DURATION_PART.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    if position != len(value) or position == 0:
+    seconds = parse_go_duration(value)
+    if seconds is None:
         raise at.fail(f"must be a duration such as 5s, not {_go_value(value)}")
-    return total
+    return seconds
 
 
 def qualified_name_problems(name: str) -> list[str]:

@@ -10,7 +10,6 @@ override.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.cache.objects.durations import go_duration_seconds
 from volsched.cache.yaml_limits import YamlLimitError, load_all
 from volsched.daemon.config.overrides import address_problem, is_loopback
 from volsched.daemon.config.settings import (
@@ -259,22 +259,12 @@ def settings_from_data(
     )
 
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def parse_duration(value: Any, where: str) -> float:
     """A Go duration (``15s``, ``1m30s``, ``500ms``) in seconds."""
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where}: must be a duration such as 15s, not {value!r}")
-    position = 0
-    total = 0.0
-    for match in _DURATION.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match.group(1)) * _DURATION_UNITS[match.group(2)]
-        position = match.end()
-    if position != len(value) or total <= 0:
+    total = go_duration_seconds(value)
+    if total is None or total <= 0:
         raise ConfigError(f"{where}: must be a positive duration such as 15s, not {value!r}")
     return total
 

@@ -6,11 +6,11 @@ the document leaves out keeps volsched's own setting (its lease is named after i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from volsched.cache.objects.durations import go_duration_seconds
 from volsched.cache.objects.fields import shown
 from volsched.scheduling.scheduler_config.fields import Where, boolean, mapping
 
@@ -28,9 +28,6 @@ _DURATIONS = {
 }
 _NAMES = {"resourceName": DEFAULT_RESOURCE_NAME, "resourceNamespace": DEFAULT_RESOURCE_NAMESPACE}
 _FIELDS = ("leaderElect", "resourceLock", *_DURATIONS, *_NAMES)
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +55,10 @@ def parse_go_duration(value: Any, where: Where) -> float:
         if value < 0:
             raise where.fail(f"must not be negative, not {value}")
         return float(value) * 1e-9
-    if value in ("", "0"):
-        return 0.0
-    position = 0
-    total = 0.0
-    for match in _DURATION_PART.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-        position = match.end()
-    if position != len(value) or position == 0:
+    seconds = go_duration_seconds(value) if value else 0.0
+    if seconds is None:
         raise where.fail(f"must be a duration such as 15s, not {value!r}")
-    return total
+    return seconds
 
 
 def parse_leader_election(value: Any, where: Where) -> LeaderElection:
