@@ -11,6 +11,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.scheduling.framework.interfaces import FilterPlugin, ScorePlugin
 from volsched.scheduling.framework.profile import Predicate, Priority, Profile
 from volsched.scheduling.plugins.csi_limits import CSILimits
+from volsched.scheduling.plugins.dynamic_resources import DynamicResources
 from volsched.scheduling.plugins.equal_priority import EqualPriority
 from volsched.scheduling.plugins.image_locality import ImageLocality
 from volsched.scheduling.plugins.inter_pod_affinity import (
@@ -120,6 +121,9 @@ class PluginSet:
             ),
             "MatchNodeSelector": lambda: self.node_affinity(argument),
             "HostName": lambda: self.shared("NodeName", lambda: NodeName(cluster)),
+            "CheckDynamicResources": lambda: self.shared(
+                "DynamicResources", lambda: DynamicResources(cluster)
+            ),
             "CheckNodeUnschedulable": lambda: self.shared(
                 "NodeUnschedulable", lambda: NodeUnschedulable(cluster)
             ),

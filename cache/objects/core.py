@@ -150,6 +150,8 @@ class Pod(NamespacedView):
     disruption_reason: str = ""
     # The images of spec.initContainers then spec.containers (ImageLocality).
     images: tuple[str, ...] = ()
+    # The names in spec.resourceClaims (DynamicResources: volsched allocates none).
+    resource_claims: tuple[str, ...] = ()
 
     @property
     def labels(self) -> dict[str, str]:
@@ -423,4 +425,5 @@ def parse_pod(raw: Raw) -> Pod:
             for key in ("initContainers", "containers")
             for container in spec.items(key)
         ),
+        resource_claims=tuple(claim.str("name") for claim in spec.items("resourceClaims")),
     )

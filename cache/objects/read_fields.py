@@ -100,6 +100,7 @@ _SHAPES: dict[str, Mapping[str, Shape]] = {
             "tolerations": KEEP,
             "topologySpreadConstraints": KEEP,
             "schedulingGates": KEEP,
+            "resourceClaims": [{"name": KEEP}],
         },
         "status": {
             "phase": KEEP,

@@ -78,6 +78,11 @@ PLUGINS: dict[str, PluginKind] = {
     "DefaultPreemption": _kind("postFilter"),
     "NodeResourcesBalancedAllocation": _kind("preScore score", None, "BalancedResourceAllocation"),
     "ImageLocality": _kind("score", None, "ImageLocalityPriority"),
+    # Upstream's points; volsched runs its PreFilter and Filter (a pod with claims is
+    # left pending), and the others have nothing to do.
+    "DynamicResources": _kind(
+        "preEnqueue preFilter filter postFilter reserve preBind", "CheckDynamicResources"
+    ),
     "DefaultBinder": _kind("bind"),
     # Removed upstream (replaced by PodTopologySpread's system defaults); kept for users
     # who still list it.
@@ -90,7 +95,6 @@ PLUGINS: dict[str, PluginKind] = {
 # In-tree plugins of kube-scheduler 1.36 that volsched does not run, with the reason a
 # user is told.
 UNAVAILABLE = {
-    "DynamicResources": "volsched does not allocate dynamic resources (ResourceClaims)",
     "NodeDeclaredFeatures": "volsched does not read node-declared features",
     "GangScheduling": "volsched does not schedule pod groups (workloads)",
     "TopologyPlacement": "volsched does not schedule pod groups (workloads)",
@@ -143,6 +147,7 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("VolumeZone", None),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
+    ("DynamicResources", None),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),

@@ -9,6 +9,7 @@ from typing import Any
 
 from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import CPU, MEMORY
+from volsched.cache.objects.durations import go_duration_seconds
 from volsched.cache.objects.fields import Fields
 from volsched.cache.objects.selectors import parse_node_affinity
 from volsched.scheduling.plugins.node_affinity import AddedAffinity
@@ -217,6 +218,25 @@ def _preemption(entry: Mapping[str, Any], at: Where) -> dict[str, Any]:
     return result
 
 
+def _dynamic_resources(entry: Mapping[str, Any], at: Where) -> dict[str, Any]:
+    """Checked as upstream checks them, and then without effect: volsched allocates no
+    claim, so there is no filtering or binding of devices to time."""
+    body = _args_body(entry, at, "DynamicResourcesArgs", ("filterTimeout", "bindingTimeout"))
+    for key, least, wording in (
+        ("filterTimeout", 0.0, "must be zero or positive"),
+        ("bindingTimeout", 1.0, "must be at least 1 second"),
+    ):
+        value = body.get(key)
+        if value is None:
+            continue
+        seconds = go_duration_seconds(value) if isinstance(value, str) else None
+        if seconds is None:
+            raise at.at(key).fail(f"must be a duration such as 10s, not {quoted(str(value))}")
+        if seconds < least:
+            raise at.at(key).fail(wording)
+    return {}
+
+
 _READERS = {
     "NodeResourcesFit": _fit,
     "NodeResourcesBalancedAllocation": _balanced,
@@ -225,6 +245,7 @@ _READERS = {
     "InterPodAffinity": _inter_pod_affinity,
     "PodTopologySpread": _spread,
     "DefaultPreemption": _preemption,
+    "DynamicResources": _dynamic_resources,
 }
 # The plugins whose arguments volsched reads, by their args kind (for the reference page).
 ARGUMENT_KINDS = {
@@ -235,6 +256,7 @@ ARGUMENT_KINDS = {
     "InterPodAffinity": "InterPodAffinityArgs",
     "PodTopologySpread": "PodTopologySpreadArgs",
     "DefaultPreemption": "DefaultPreemptionArgs",
+    "DynamicResources": "DynamicResourcesArgs",
 }
 
 

@@ -287,3 +287,68 @@ def test_retired_versions_say_how_to_migrate(
     )
     assert f"removed it in {removed_in}" in text
     assert advice in text
+
+
+CLAIMING = """
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+kind: Pod
+metadata: {name: gpu-job, namespace: default}
+spec:
+  resourceClaims: [{name: gpu, resourceClaimName: a-gpu}]
+  containers: [{name: c, resources: {claims: [{name: gpu}]}}]
+---
+kind: Pod
+metadata: {name: plain, namespace: default}
+spec:
+  containers: [{name: c}]
+"""
+
+
+@pytest.mark.parametrize(
+    ("plugins", "gpu_job_node"),
+    [("", None), ("multiPoint: {disabled: [{name: DynamicResources}]}", "n1")],
+    ids=["default: left pending, with the reason", "DynamicResources disabled: placed"],
+)
+def test_a_pod_with_resource_claims_is_not_placed_without_its_devices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], plugins: str, gpu_job_node: str | None
+) -> None:
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(CLAIMING)
+    configuration = tmp_path / "config.yaml"
+    configuration.write_text(f"---\n{HEAD}profiles: [{{plugins: {{{plugins}}}}}]\n")
+    decided = simulate(capsys, str(cluster), "--config", str(configuration))
+    assert decided["default/plain"]["node"] == "n1"
+    assert decided["default/gpu-job"]["node"] == gpu_job_node
+    if gpu_job_node is None:
+        assert decided["default/gpu-job"]["message"].startswith(
+            "0/1 nodes are available: volsched does not allocate dynamic resources "
+            "(the pod has ResourceClaims)."
+        )
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        ("{filterTimeout: 10s, bindingTimeout: 600s}", None),
+        ("{filterTimeout: 0s}", None),
+        ("{bindingTimeout: 500ms}", "args.bindingTimeout: must be at least 1 second"),
+        ("{filterTimeout: soon}", "args.filterTimeout: must be a duration such as 10s"),
+        ("{claims: 3}", "args.claims: unknown field"),
+    ],
+)
+def test_dynamic_resources_arguments_are_checked_as_upstream(
+    tmp_path: Path, args: str, error: str | None
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        f"---\n{HEAD}profiles: [{{pluginConfig: [{{name: DynamicResources, args: {args}}}]}}]\n"
+    )
+    if error is None:
+        load_settings(str(path), environ={})
+        return
+    with pytest.raises(ConfigError) as failure:
+        load_settings(str(path), environ={})
+    assert error in str(failure.value)

@@ -37,6 +37,7 @@ DEFAULT_FILTERS = [
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
 ]
 DEFAULT_SCORES = [
     ("TaintToleration", 3),
@@ -139,10 +140,16 @@ def test_a_profile_without_plugins_is_the_default() -> None:
             id="a default listed at filter moves to the front of filter only",
         ),
         pytest.param(
-            "multiPoint: {disabled: [{name: EBSLimits}, {name: DynamicResources}]}",
+            "multiPoint: {disabled: [{name: EBSLimits}, {name: NodeDeclaredFeatures}]}",
             DEFAULT_FILTERS,
             DEFAULT_SCORES,
             id="disabling upstream plugins volsched does not run is harmless",
+        ),
+        pytest.param(
+            "multiPoint: {disabled: [{name: DynamicResources}]}",
+            [f for f in DEFAULT_FILTERS if f != "DynamicResources"],
+            DEFAULT_SCORES,
+            id="DynamicResources disabled: pods with ResourceClaims are placed as any other",
         ),
     ],
 )
@@ -209,8 +216,8 @@ profiles:
             "profiles[0].plugins.score.enabled[0].name: NodePorts does not extend the score point",
         ),
         (
-            "profiles: [{plugins: {score: {enabled: [{name: DynamicResources}]}}}]",
-            "DynamicResources is not available: volsched does not allocate dynamic resources",
+            "profiles: [{plugins: {filter: {enabled: [{name: NodeDeclaredFeatures}]}}}]",
+            "NodeDeclaredFeatures is not available: volsched does not read node-declared features",
         ),
         (
             "profiles: [{plugins: {reserve: {disabled: [{name: VolumeBinding}]}}}]",
