@@ -92,7 +92,9 @@ def decide_snapshot(args: argparse.Namespace) -> Run:
     schedulers: dict[str, Scheduler] = {}
     for spec in _profiles(args, settings, cluster):
         profile = build_profile(
-            spec.policy, PluginSet(cluster, checks), settings.percentage_of_nodes_to_score
+            spec.policy,
+            PluginSet(cluster, checks),
+            spec.percentage(settings.percentage_of_nodes_to_score),
         )
         profiles[spec.scheduler_name] = profile
         schedulers[spec.scheduler_name] = Scheduler(cluster, profile, rng)

@@ -44,6 +44,14 @@ def build_profiles(
     for name, spec in profile_specs(settings):
         # Each profile its own plugin instances (their arguments differ), one cache.
         profile_plugins = PluginSet(cluster, plugins.provisioner_checks)
-        profile = build_profile(spec, profile_plugins, settings.percentage_of_nodes_to_score)
+        profile = build_profile(spec, profile_plugins, _percentage(settings, name))
         schedulers[name] = Scheduler(cluster, profile, rng)
     return Profiles(schedulers)
+
+
+def _percentage(settings: Settings, scheduler_name: str) -> int:
+    """The profile's own percentageOfNodesToScore, else the configuration's."""
+    for profile in settings.profiles:
+        if profile.scheduler_name == scheduler_name:
+            return profile.percentage(settings.percentage_of_nodes_to_score)
+    return settings.percentage_of_nodes_to_score

@@ -4,7 +4,7 @@ fields with upstream's defaults and limits, then each profile."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from volsched.scheduling.extender_config import ExtenderSpec, parse_extenders
@@ -75,15 +75,15 @@ def _profiles(
         at = where.at("profiles").at(index) if profiles_data else where.at("profiles")
         if item is not None and not isinstance(item, Mapping):
             raise at.fail("must be a mapping")
-        if item is not None and item.get("percentageOfNodesToScore") is not None:
-            # Accepted per profile by upstream; volsched reads one value for the daemon.
-            value = _percentage(item["percentageOfNodesToScore"], at.at("percentageOfNodesToScore"))
-            if shared is not None and value != shared:
-                raise at.at("percentageOfNodesToScore").fail(
-                    "volsched uses one percentageOfNodesToScore for all profiles"
-                )
-            shared = value
         profile = compile_profile(item, at, default_name, with_storage)
+        if item is not None and item.get("percentageOfNodesToScore") is not None:
+            # As upstream: a profile's own value overrides the top-level one.
+            profile = replace(
+                profile,
+                percentage_of_nodes_to_score=_percentage(
+                    item["percentageOfNodesToScore"], at.at("percentageOfNodesToScore")
+                ),
+            )
         if any(p.scheduler_name == profile.scheduler_name for p in profiles):
             raise at.at("schedulerName").fail(f"{profile.scheduler_name!r} is used by two profiles")
         profiles.append(profile)

@@ -46,6 +46,13 @@ class ProfileSpec:
     bind_timeout_seconds: float = DEFAULT_BIND_TIMEOUT_SECONDS
     preemption: bool = True
     policy_without_storage: PolicySpec | None = None
+    # The profile's own percentageOfNodesToScore, which overrides the top-level one.
+    percentage_of_nodes_to_score: int | None = None
+
+    def percentage(self, shared: int) -> int:
+        """What this profile scores: its own value, else the configuration's."""
+        own = self.percentage_of_nodes_to_score
+        return shared if own is None else own
 
     def policy_for(self, with_storage: bool) -> PolicySpec:
         if with_storage or self.policy_without_storage is None:

@@ -352,3 +352,20 @@ def test_dynamic_resources_arguments_are_checked_as_upstream(
     with pytest.raises(ConfigError) as failure:
         load_settings(str(path), environ={})
     assert error in str(failure.value)
+
+
+def test_a_profiles_own_percentage_of_nodes_to_score_overrides_the_top_level(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        f"---\n{HEAD}percentageOfNodesToScore: 30\n"
+        "profiles: [{schedulerName: a, percentageOfNodesToScore: 70}, {schedulerName: b}]\n"
+    )
+    settings = load_settings(str(path), environ={})
+    cluster = ClusterCache()
+    profiles = build_profiles(settings, cluster, PluginSet(cluster, ()), seed=1)
+    assert {name: profiles.by_name[name].profile.percentage_of_nodes_to_score for name in "ab"} == {
+        "a": 70,
+        "b": 30,
+    }
