@@ -19,6 +19,7 @@ from aiohttp import web
 
 from volsched.emulator import discovery
 from volsched.emulator.binding import bind
+from volsched.emulator.bookmark_timing import ApiserverBookmarks
 from volsched.emulator.errors import ApiError, bad_request, method_not_allowed
 from volsched.emulator.faults import Faults
 from volsched.emulator.raw import Raw, name_of, namespace_of
@@ -117,6 +118,7 @@ class Handlers:
         faults: Faults,
         bookmark_interval_seconds: float,
         watch_timeout_seconds: float | None,
+        apiserver_bookmarks: ApiserverBookmarks | None = None,
     ) -> None:
         self.registry = registry
         # First pages of paginated lists, kept so that continuing costs a page, not a
@@ -125,6 +127,7 @@ class Handlers:
         self.faults = faults
         self.bookmark_interval_seconds = bookmark_interval_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
+        self.apiserver_bookmarks = apiserver_bookmarks
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         segments = [s for s in request.path.split("/") if s]
@@ -259,7 +262,11 @@ class Handlers:
                 query.get("allowWatchBookmarks", "") in TRUE_WORDS,
             )
             stream = WatchStream(
-                self.registry.store, self.faults, watch, self.bookmark_interval_seconds
+                self.registry.store,
+                self.faults,
+                watch,
+                self.bookmark_interval_seconds,
+                self.apiserver_bookmarks,
             )
             return await stream.serve(request, request.get(ON_OPEN))
         revision = self.registry.store.revision
