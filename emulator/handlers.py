@@ -22,6 +22,7 @@ from volsched.emulator.binding import bind
 from volsched.emulator.bookmark_timing import ApiserverBookmarks
 from volsched.emulator.errors import ApiError, bad_request, method_not_allowed
 from volsched.emulator.faults import Faults
+from volsched.emulator.partial_metadata import partial_metadata_list, wants_partial_metadata
 from volsched.emulator.raw import Raw, name_of, namespace_of
 from volsched.emulator.registry import Registry, serve
 from volsched.emulator.resources import ResourceType
@@ -311,6 +312,8 @@ class Handlers:
             state = {"rv": revision, "start": [namespace_of(last), name_of(last)]}
             list_meta["continue"] = base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
             list_meta["remainingItemCount"] = remaining
+        if wants_partial_metadata(request.headers.get("Accept", "")):
+            return json_response(partial_metadata_list(list_meta, items))
         body = {
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,

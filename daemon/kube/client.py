@@ -37,6 +37,8 @@ from volsched.daemon.kube.kubeconfig import api_client
 from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
 
 Raw = dict[str, Any]
+# Asks a list for each item's metadata only (kube-apiserver's PartialObjectMetadataList).
+PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,13 +200,14 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: aiohttp.ClientTimeout | None = None,
+        accept: str = "application/json",
     ) -> Any:
         try:
             response = await self.api.call_api(
                 path,
                 method,
                 query_params=query or [],
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                header_params={"Content-Type": content_type, "Accept": accept},
                 body=body,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
@@ -254,17 +257,18 @@ class KubeClient:
         return items, version
 
     async def list_pages(
-        self, kind: str, page_size: int = 500
+        self, kind: str, page_size: int = 500, accept: str = "application/json"
     ) -> AsyncIterator[tuple[builtins.list[Raw], str]]:
         """A whole list in pages of ``page_size`` (``limit`` / ``continue``): each page
-        with the list's resourceVersion. An expired continue token is a ``Gone``."""
+        with the list's resourceVersion. An expired continue token is a ``Gone``.
+        ``accept`` may ask for ``PARTIAL_METADATA`` items (each its ``metadata`` only)."""
         token = ""
         info = resource(kind)
         while True:
             query = [("limit", str(page_size))]
             if token:
                 query.append(("continue", token))
-            body = await self._json("GET", info.path(), query=query)
+            body = await self._json("GET", info.path(), query=query, accept=accept)
             items = body.get("items") or []
             for item in items:
                 item.setdefault("kind", kind)
