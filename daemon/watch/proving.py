@@ -18,7 +18,7 @@ from volsched.cache.errors import ApiError
 from volsched.cache.objects.registry import KINDS
 from volsched.daemon.kube.client import PARTIAL_METADATA, KubeClient
 from volsched.daemon.watch.ingest import object_key
-from volsched.daemon.watch.restart_plan import Proof, ProofCosts, bookmark_wait_left, proof_for
+from volsched.daemon.watch.restart_plan import Proof, ProofCosts, bookmark_wait_left, plan_proofs
 from volsched.daemon.watch.watching import KindWatcher
 
 log = logging.getLogger("volsched.watch")
@@ -58,19 +58,18 @@ async def metadata_matches(
 
 async def prove_kind(
     watcher: KindWatcher,
+    proof: Proof,
     client: KubeClient,
     cluster: ClusterCache,
     costs: ProofCosts,
     waited_seconds: float,
     relist: Relist,
 ) -> Proof | None:
-    """Prove one resumed kind current by the quickest means; the proof used, or None
+    """Prove one resumed kind current by the planned means; the proof it took, or None
     when its watch got there first."""
     state = watcher.state
     if state.synced:
         return None
-    objects = sum(1 for _ in cluster.informer_items(watcher.kind))
-    proof = proof_for(objects, waited_seconds, costs)
     if proof is Proof.RELIST:
         await relist(watcher)
         return proof
@@ -111,7 +110,12 @@ async def prove_current(
     """Prove every resumed kind current at once; the proof each needed (kinds whose
     watch got there first are left out)."""
     resumed = [w for w in watchers if w.state.resource_version and not w.state.synced]
+    sizes = {w.kind: sum(1 for _ in cluster.informer_items(w.kind)) for w in resumed}
+    plan = plan_proofs(sizes, waited_seconds, costs)
     proofs = await asyncio.gather(
-        *(prove_kind(w, client, cluster, costs, waited_seconds, relist) for w in resumed)
+        *(
+            prove_kind(w, plan[w.kind], client, cluster, costs, waited_seconds, relist)
+            for w in resumed
+        )
     )
     return {w.kind: p for w, p in zip(resumed, proofs, strict=True) if p is not None}

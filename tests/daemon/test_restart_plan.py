@@ -10,6 +10,7 @@ from volsched.daemon.watch.restart_plan import (
     Proof,
     ProofCosts,
     bookmark_wait_left,
+    plan_proofs,
     proof_for,
 )
 
@@ -65,3 +66,38 @@ def test_what_each_proof_costs(objects: int, relist: float, metadata: float) -> 
 @pytest.mark.parametrize(("waited", "left"), [(0.0, 2.25), (1.0, 1.25), (2.25, 0.0), (9.0, 0.0)])
 def test_what_is_left_of_the_bookmarks_window(waited: float, left: float) -> None:
     assert bookmark_wait_left(COSTS, waited) == pytest.approx(left)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "waited", "plan"),
+    [
+        # Alone, each would relist in the window; after the class (0.01 s) and the nodes
+        # (0.6 s), 1.64 s are left: too little to relist 20,000 pods (2.4 s), enough to
+        # check them (0.44 s).
+        (
+            {"StorageClass": 3, "Node": 5000, "Pod": 20_000},
+            0.0,
+            {"StorageClass": Proof.RELIST, "Node": Proof.RELIST, "Pod": Proof.METADATA},
+        ),
+        # Ties in size are planned by name, so a plan is the same from run to run.
+        (
+            {"b": 12_000, "a": 12_000},
+            0.0,
+            {"a": Proof.RELIST, "b": Proof.METADATA},
+        ),
+        # 50,000 PVs after relisting 5,000 nodes and 5,000 pods (1.2 s of the 1.75 s
+        # left): even their metadata (1.1 s) no longer fits; they wait.
+        (
+            {"Node": 5000, "Pod": 5000, "PersistentVolume": 50_000},
+            0.5,
+            {"Node": Proof.RELIST, "Pod": Proof.RELIST, "PersistentVolume": Proof.BOOKMARK},
+        ),
+        # Nothing left of the window: every kind waits (with the backstop).
+        ({"Node": 3}, 2.5, {"Node": Proof.BOOKMARK}),
+        ({}, 0.0, {}),
+    ],
+)
+def test_the_proofs_of_all_resumed_kinds_share_the_wait(
+    sizes: dict[str, int], waited: float, plan: dict[str, Proof]
+) -> None:
+    assert plan_proofs(sizes, waited, COSTS) == plan
