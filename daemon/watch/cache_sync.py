@@ -24,7 +24,7 @@ from volsched.cache.store import OpenResult, Store, snapshot
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.cluster_identity import discard_foreign_state
 from volsched.daemon.watch.ingest import Ingest
-from volsched.daemon.watch.proving import prove_current
+from volsched.daemon.watch.proving import CatchUpProofs
 from volsched.daemon.watch.restart_plan import ProofCosts
 from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
 
@@ -62,8 +62,7 @@ class CacheSync:
         self._restored: list[tuple[str, str]] = []
         self._watch_tasks: list[asyncio.Task[None]] = []
         # Proving the resumed kinds current after the load (see ``proving``).
-        self.costs = ProofCosts()
-        self._proving: asyncio.Task[None] | None = None
+        self.proofs = CatchUpProofs(client, cluster, ProofCosts())
         self._opened_at = 0.0
 
     def synced(self) -> bool:
@@ -85,6 +84,7 @@ class CacheSync:
         if resumed:
             self._open_watches(resumed, loaded)
             targets = asyncio.create_task(self._set_catch_up_targets())
+            self.proofs.prefetch([w.kind for w in self.watchers if w.state.resource_version])
         await self.load_from_disk()
         if resumed and (not self.warm or self._resume != resumed):
             # The load judged the file otherwise (rebuilt, empty): start over from it.
@@ -100,22 +100,10 @@ class CacheSync:
             await targets
         loaded.set()
         if self.warm and self._resume:
-            waited = asyncio.get_running_loop().time() - self._opened_at
-            self._proving = asyncio.create_task(self._prove_current(waited))
+            self.proofs.start(self.watchers, self._opened_at, self._relist)
 
     async def wait_synced(self) -> None:
         await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
-
-    async def _prove_current(self, waited_seconds: float) -> None:
-        proofs = await prove_current(
-            self.watchers, self.client, self.cluster, self.costs, waited_seconds, self._relist
-        )
-        if proofs:
-            log.info(
-                "caught up after %.2fs: %s",
-                asyncio.get_running_loop().time() - self._opened_at,
-                ", ".join(f"{kind} by {proof.value}" for kind, proof in sorted(proofs.items())),
-            )
 
     async def _relist(self, watcher: KindWatcher) -> None:
         """Drop a resumed kind's watch and relist it instead."""
@@ -240,10 +228,7 @@ class CacheSync:
 
     async def stop_watching(self) -> None:
         """End every watch; the watchers stay, to tell whether the cache had caught up."""
-        if self._proving is not None:
-            self._proving.cancel()
-            await asyncio.gather(self._proving, return_exceptions=True)
-            self._proving = None
+        await self.proofs.close()
         for task in self._watch_tasks:
             task.cancel()
         await asyncio.gather(*self._watch_tasks, return_exceptions=True)

@@ -53,7 +53,7 @@ class ProofCosts:
     # Fetching and comparing one object's metadata.
     metadata_seconds_per_object: float = 20e-6
     page_size: int = 500
-    metadata_page_size: int = 5000
+    metadata_page_size: int = 10_000
     # kube-apiserver's latest bookmark for a catch-up watch of CATCH_UP_WATCH_SECONDS
     # (3 s): due a second in, popped up to 1.25 s after that second's bucket opens.
     bookmark_window_seconds: float = 2.25

@@ -15,7 +15,7 @@ from tests.emulator.support import node
 from volsched.cache.cluster import ClusterCache
 from volsched.daemon.kube.client import PARTIAL_METADATA, KubeClient
 from volsched.daemon.watch.ingest import Ingest
-from volsched.daemon.watch.proving import metadata_matches, prove_current
+from volsched.daemon.watch.proving import MetadataPrefetch, metadata_matches, prove_current
 from volsched.daemon.watch.restart_plan import Proof, ProofCosts
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
@@ -151,3 +151,29 @@ async def test_a_small_kind_is_relisted_at_once(server: ApiServer, client: KubeC
 
     proofs = await prove_current([watcher], client, cluster, ProofCosts(), 0.0, relist)
     assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
+
+
+async def test_a_metadata_list_fetched_during_the_load_proves_the_kind_at_once(
+    server: ApiServer, client: KubeClient
+) -> None:
+    server.load([node("n1"), node("n2")])
+    cluster, ingest, resume_from = await stored_nodes(client)
+    server.ensure_namespace("elsewhere")
+    server.faults.suppress_bookmarks()
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+    prefetch = MetadataPrefetch(client, ProofCosts(), ["Node"])
+    assert await prefetch.wait("Node") is not None
+    lists_before = len(server.faults.requests("GET", r"/api/v1/nodes\?"))
+
+    async def relist(w: KindWatcher) -> None:
+        raise AssertionError("relisted a kind its prefetched list proves")
+
+    try:
+        proofs = await prove_current(
+            [watcher], client, cluster, ProofCosts(), 0.0, relist, prefetch
+        )
+    finally:
+        await prefetch.close()
+    assert proofs == {"Node": Proof.METADATA} and watcher.state.synced
+    assert len(server.faults.requests("GET", r"/api/v1/nodes\?")) == lists_before
