@@ -2,9 +2,10 @@
 
 A start reads the SQLite store (a broken file is moved aside and rebuilt, never a crash
 loop), checks that the file mirrors this cluster, opens one list+watch per kind resuming
-from the stored resourceVersions, and counts the cache synced only when every kind has
-caught up with the API server (or relisted). A stored cache is a head start, never a
-source of decisions. A clean stop keeps the parsed cache as a snapshot for the next
+from the stored resourceVersions, and counts the cache synced only when every kind is
+proven to hold the API server's state as of the start: its watch caught up, a
+metadata-only list matched it, or it was relisted (``proving`` picks the quickest). A
+stored cache is a head start, never a source of decisions. A clean stop keeps the parsed cache as a snapshot for the next
 warm start.
 """
 
