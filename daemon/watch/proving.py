@@ -215,13 +215,15 @@ class CatchUpProofs:
             relist,
             self._prefetch,
         )
-        await self._close_prefetch()
         if proofs:
+            # Logged before anything else is awaited: a daemon stopped as soon as it is
+            # ready still says how it got there.
             log.info(
                 "caught up after %.2fs: %s",
                 loop.time() - opened_at,
                 ", ".join(f"{kind} by {proof.value}" for kind, proof in sorted(proofs.items())),
             )
+        await self._close_prefetch()
 
     async def _close_prefetch(self) -> None:
         if self._prefetch is not None:
