@@ -154,14 +154,24 @@ async def _start_emulator(objects: list[dict[str, Any]], cadence: str) -> tuple[
     return server, time.perf_counter() - started
 
 
+def _local_pvs(nodes: int, per_node: int) -> list[dict[str, Any]]:
+    """Unclaimed local PVs on every node (the ``wffc`` shape's), to add to a scenario of
+    another shape: a cluster of pre-bound pods plus spare local disks."""
+    if not per_node:
+        return []
+    spare = Scenario(nodes=nodes, shape="wffc", pvs_per_node=per_node, measured_pods=0)
+    return [o for o in generate(spare) if o.get("kind") == "PersistentVolume"]
+
+
 async def run_restart(
     scenario: Scenario,
     repeats: int,
     workdir: Path,
     profile: bool = False,
     cadence: str = "apiserver",
+    local_pvs_per_node: int = 0,
 ) -> dict[str, Any]:
-    objects = list(generate(scenario))
+    objects = [*generate(scenario), *_local_pvs(scenario.nodes, local_pvs_per_node)]
     server, load_seconds = await _start_emulator(objects, cadence)
     cold: list[dict[str, Any]] = []
     warm: list[dict[str, Any]] = []
@@ -193,6 +203,7 @@ async def run_restart(
             "shape": scenario.shape,
             "pvs_per_node": scenario.pvs_per_node,
             "pods": scenario.initial_pods,
+            "local_pvs_per_node": local_pvs_per_node,
         },
         "bookmark_cadence": cadence,
         "objects": len(objects),
@@ -234,6 +245,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pods", type=int, default=None, help="running pods (default: nodes)")
     parser.add_argument("--shape", default="wffc", choices=("wffc", "prebound"))
     parser.add_argument("--pvs-per-node", type=int, default=8)
+    parser.add_argument(
+        "--local-pvs-per-node",
+        type=int,
+        default=0,
+        help="unclaimed local PVs per node added to any shape",
+    )
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--cadence", default="apiserver", choices=("apiserver", "interval"))
     args = parser.parse_args(argv)
@@ -246,7 +263,14 @@ def main(argv: list[str] | None = None) -> None:
     )
     with tempfile.TemporaryDirectory() as directory:
         result = asyncio.run(
-            run_restart(scenario, args.repeats, Path(directory), False, args.cadence)
+            run_restart(
+                scenario,
+                args.repeats,
+                Path(directory),
+                False,
+                args.cadence,
+                args.local_pvs_per_node,
+            )
         )
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
