@@ -35,11 +35,10 @@ from bench.e2e import (
     Profiler,
     compile_daemon_modules,
     installed_python_environment,
-    start_emulator,
     wait_for_settled_database,
 )
 from bench.scenario import Scenario, generate, object_counts
-from volsched.emulator import ControllerSettings
+from volsched.emulator import ApiServer, ControllerSettings
 
 # kube-apiserver's watch cache bookmarks a watcher once a minute.
 KUBE_APISERVER_BOOKMARK_SECONDS = 60.0
@@ -81,6 +80,8 @@ def _remove_database(path: Path) -> None:
 
 
 READY = re.compile(r"^(\S+ \S+) INFO volsched: volsched ready", re.MULTILINE)
+# The daemon's line naming how each resumed kind was proven current (see proving.py).
+CAUGHT_UP = re.compile(r"caught up after ([0-9.]+)s: (.*)$", re.MULTILINE)
 STAMP = re.compile(r"^(\S+ \S+) ", re.MULTILINE)
 
 
@@ -95,6 +96,9 @@ def disk_load(log_path: Path) -> dict[str, Any]:
         "start": match[3],
         "from_snapshot": match[4] is not None,
     }
+    proven = CAUGHT_UP.search(text, match.end())
+    if proven is not None:
+        result["caught_up"] = {"seconds": float(proven[1]), "proofs": proven[2]}
     loaded_line = text.rfind("\n", 0, match.start()) + 1
     loaded_at = STAMP.match(text, loaded_line)
     ready_at = READY.search(text, match.end())
@@ -137,16 +141,38 @@ async def _one_start(
     return result
 
 
-async def run_restart(
-    scenario: Scenario, repeats: int, workdir: Path, profile: bool = False
-) -> dict[str, Any]:
-    objects = list(generate(scenario))
-    server, load_seconds = await start_emulator(
-        scenario,
+async def _start_emulator(objects: list[dict[str, Any]], cadence: str) -> tuple[ApiServer, float]:
+    """The emulator holding ``objects``, bookmarking with ``cadence``; and its load time."""
+    server = ApiServer(
         ControllerSettings.none(),
-        objects,
         bookmark_interval_seconds=KUBE_APISERVER_BOOKMARK_SECONDS,
+        bookmark_cadence=cadence,
     )
+    await server.start()
+    started = time.perf_counter()
+    server.load(objects)
+    return server, time.perf_counter() - started
+
+
+def _local_pvs(nodes: int, per_node: int) -> list[dict[str, Any]]:
+    """Unclaimed local PVs on every node (the ``wffc`` shape's), to add to a scenario of
+    another shape: a cluster of pre-bound pods plus spare local disks."""
+    if not per_node:
+        return []
+    spare = Scenario(nodes=nodes, shape="wffc", pvs_per_node=per_node, measured_pods=0)
+    return [o for o in generate(spare) if o.get("kind") == "PersistentVolume"]
+
+
+async def run_restart(
+    scenario: Scenario,
+    repeats: int,
+    workdir: Path,
+    profile: bool = False,
+    cadence: str = "apiserver",
+    local_pvs_per_node: int = 0,
+) -> dict[str, Any]:
+    objects = [*generate(scenario), *_local_pvs(scenario.nodes, local_pvs_per_node)]
+    server, load_seconds = await _start_emulator(objects, cadence)
     cold: list[dict[str, Any]] = []
     warm: list[dict[str, Any]] = []
     database = workdir / "restart.db"
@@ -172,7 +198,14 @@ async def run_restart(
     warm_median = statistics.median(run["ready_seconds"] for run in warm)
     database_mb = round(database.stat().st_size / 1e6, 1) if database.exists() else None
     return {
-        "scenario": {"nodes": scenario.nodes, "pvs_per_node": scenario.pvs_per_node},
+        "scenario": {
+            "nodes": scenario.nodes,
+            "shape": scenario.shape,
+            "pvs_per_node": scenario.pvs_per_node,
+            "pods": scenario.initial_pods,
+            "local_pvs_per_node": local_pvs_per_node,
+        },
+        "bookmark_cadence": cadence,
         "objects": len(objects),
         "object_kinds": object_counts(objects),
         "emulator_load_seconds": round(load_seconds, 2),
@@ -200,16 +233,45 @@ def _median_of(runs: list[dict[str, Any]], key: str) -> float | None:
     return round(statistics.median(values), 3) if values else None
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``python -m bench.restart --nodes N --pods P [--shape S] [--pvs-per-node K]``:
+    one scenario's cold and warm starts, as JSON on stdout."""
+    import argparse
     import json
     import tempfile
 
-    nodes = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    parser = argparse.ArgumentParser(prog="python -m bench.restart", description=main.__doc__)
+    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--pods", type=int, default=None, help="running pods (default: nodes)")
+    parser.add_argument("--shape", default="wffc", choices=("wffc", "prebound"))
+    parser.add_argument("--pvs-per-node", type=int, default=8)
+    parser.add_argument(
+        "--local-pvs-per-node",
+        type=int,
+        default=0,
+        help="unclaimed local PVs per node added to any shape",
+    )
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--cadence", default="apiserver", choices=("apiserver", "interval"))
+    args = parser.parse_args(argv)
     scenario = Scenario(
-        nodes=nodes, shape="wffc", pvs_per_node=8, initial_pods=nodes, measured_pods=0
+        nodes=args.nodes,
+        shape=args.shape,
+        pvs_per_node=args.pvs_per_node,
+        initial_pods=args.nodes if args.pods is None else args.pods,
+        measured_pods=0,
     )
     with tempfile.TemporaryDirectory() as directory:
-        result = asyncio.run(run_restart(scenario, 1, Path(directory)))
+        result = asyncio.run(
+            run_restart(
+                scenario,
+                args.repeats,
+                Path(directory),
+                False,
+                args.cadence,
+                args.local_pvs_per_node,
+            )
+        )
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from volsched.emulator.bookmark_timing import CADENCES
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.kubeconfig import write_kubeconfig
 from volsched.emulator.server import ApiServer
@@ -33,11 +34,20 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--kubelet", action="store_true", help="run the kubelet controller (nodes become Ready)"
     )
+    parser.add_argument(
+        "--bookmark-cadence",
+        choices=CADENCES,
+        default="interval",
+        help="watch bookmarks every second (interval) or when kube-apiserver sends them",
+    )
     return parser.parse_args(argv)
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    server = ApiServer(controllers=ControllerSettings(kubelet=args.kubelet))
+    server = ApiServer(
+        controllers=ControllerSettings(kubelet=args.kubelet),
+        bookmark_cadence=args.bookmark_cadence,
+    )
     for path in args.load:
         with Path(path).open() as handle:
             server.load([d for d in yaml.safe_load_all(handle) if d])

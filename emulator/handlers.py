@@ -19,8 +19,10 @@ from aiohttp import web
 
 from volsched.emulator import discovery
 from volsched.emulator.binding import bind
+from volsched.emulator.bookmark_timing import ApiserverBookmarks
 from volsched.emulator.errors import ApiError, bad_request, method_not_allowed
 from volsched.emulator.faults import Faults
+from volsched.emulator.partial_metadata import partial_metadata_list, wants_partial_metadata
 from volsched.emulator.raw import Raw, name_of, namespace_of
 from volsched.emulator.registry import Registry, serve
 from volsched.emulator.resources import ResourceType
@@ -117,6 +119,7 @@ class Handlers:
         faults: Faults,
         bookmark_interval_seconds: float,
         watch_timeout_seconds: float | None,
+        apiserver_bookmarks: ApiserverBookmarks | None = None,
     ) -> None:
         self.registry = registry
         # First pages of paginated lists, kept so that continuing costs a page, not a
@@ -125,6 +128,7 @@ class Handlers:
         self.faults = faults
         self.bookmark_interval_seconds = bookmark_interval_seconds
         self.watch_timeout_seconds = watch_timeout_seconds
+        self.apiserver_bookmarks = apiserver_bookmarks
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         segments = [s for s in request.path.split("/") if s]
@@ -259,7 +263,11 @@ class Handlers:
                 query.get("allowWatchBookmarks", "") in TRUE_WORDS,
             )
             stream = WatchStream(
-                self.registry.store, self.faults, watch, self.bookmark_interval_seconds
+                self.registry.store,
+                self.faults,
+                watch,
+                self.bookmark_interval_seconds,
+                self.apiserver_bookmarks,
             )
             return await stream.serve(request, request.get(ON_OPEN))
         revision = self.registry.store.revision
@@ -304,6 +312,8 @@ class Handlers:
             state = {"rv": revision, "start": [namespace_of(last), name_of(last)]}
             list_meta["continue"] = base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
             list_meta["remainingItemCount"] = remaining
+        if wants_partial_metadata(request.headers.get("Accept", "")):
+            return json_response(partial_metadata_list(list_meta, items))
         body = {
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,

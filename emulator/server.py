@@ -13,6 +13,7 @@ import contextlib
 import datetime
 import json
 import logging
+import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -21,6 +22,7 @@ from types import TracebackType
 from aiohttp import web
 
 from volsched.emulator.access import AccessTable, access_routes, service_account_user
+from volsched.emulator.bookmark_timing import CADENCES, ApiserverBookmarks
 from volsched.emulator.controller_manager import ControllerManager
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.core_controllers import default_service_account
@@ -61,7 +63,13 @@ class ApiServer:
         bookmark_interval_seconds: float = 1.0,
         history_limit: int = 2000,
         watch_timeout_seconds: float | None = None,
+        bookmark_cadence: str = "interval",
+        bookmark_seed: int | None = None,
     ) -> None:
+        if bookmark_cadence not in CADENCES:
+            raise ValueError(
+                f"bookmark_cadence: {bookmark_cadence!r} is none of {', '.join(CADENCES)}"
+            )
         self.settings = controllers or ControllerSettings()
         self.store = Store(history_limit)
         self.resources = ResourceTable()
@@ -70,6 +78,10 @@ class ApiServer:
         # Who may do what through delegated authentication/authorisation (see access).
         self.access = AccessTable()
         self.bookmark_interval_seconds = bookmark_interval_seconds
+        # "interval": a bookmark every bookmark_interval_seconds (fast, for tests);
+        # "apiserver": when kube-apiserver's watch cache sends them (bookmark_timing).
+        self.bookmark_cadence = bookmark_cadence
+        self._bookmark_rng = random.Random(bookmark_seed)
         self.watch_timeout_seconds = watch_timeout_seconds
         self.url = ""
         self._runner: web.AppRunner | None = None
@@ -83,8 +95,17 @@ class ApiServer:
         """Serve on ``host:port`` (0: any free port); returns the base URL."""
         if self._runner is not None:
             raise RuntimeError("the emulator is already started")
+        apiserver_bookmarks = None
+        if self.bookmark_cadence == "apiserver":
+            # The cachers, and their bookmark timers, start with the server.
+            loop_time = asyncio.get_running_loop().time()
+            apiserver_bookmarks = ApiserverBookmarks(loop_time, self._bookmark_rng)
         handlers = Handlers(
-            self.registry, self.faults, self.bookmark_interval_seconds, self.watch_timeout_seconds
+            self.registry,
+            self.faults,
+            self.bookmark_interval_seconds,
+            self.watch_timeout_seconds,
+            apiserver_bookmarks,
         )
         app = web.Application(middlewares=[self._middleware], client_max_size=32 * 1024**2)
         app.router.add_routes(access_routes(self.access, self.registry.objects))

@@ -7,7 +7,9 @@ or — when that history is gone — sends one ERROR event carrying a 410 Expire
 stop matching is sent as DELETED (the previous content, the new resourceVersion) and one
 that makes it start matching as ADDED.  ``allowWatchBookmarks`` adds BOOKMARK events
 whose object holds only ``kind``, ``apiVersion`` and ``metadata.resourceVersion``, sent
-every bookmark interval and once two seconds before ``timeoutSeconds`` ends the stream.
+every bookmark interval and once two seconds before ``timeoutSeconds`` ends the stream;
+with the "apiserver" cadence, when kube-apiserver's watch cache would send them (see
+``bookmark_timing``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from volsched.emulator.bookmark_timing import ApiserverBookmarks
 from volsched.emulator.errors import status_body
 from volsched.emulator.faults import Faults
 from volsched.emulator.raw import Raw, clone, metadata, namespace_of
@@ -67,11 +70,14 @@ class WatchStream:
         faults: Faults,
         request: WatchRequest,
         bookmark_interval_seconds: float,
+        apiserver_bookmarks: ApiserverBookmarks | None = None,
     ) -> None:
         self.store = store
         self.faults = faults
         self.request = request
         self.bookmark_interval_seconds = bookmark_interval_seconds
+        # Set for the "apiserver" cadence: bookmarks when kube-apiserver's cacher sends them.
+        self.apiserver_bookmarks = apiserver_bookmarks
         # The newest revision this watcher has been sent (or started at): kube-apiserver
         # never sends a watcher anything at or below it.
         self._reached = 0
@@ -177,6 +183,8 @@ class WatchStream:
         and never when that moment has passed)."""
         if not self.request.bookmarks:
             return None
+        if self.apiserver_bookmarks is not None:
+            return self.apiserver_bookmarks.next_delivery(self.request.resource.key, now, deadline)
         due = now + self.bookmark_interval_seconds
         if deadline is None:
             return due
@@ -192,6 +200,9 @@ class WatchStream:
         if self.faults.bookmarks_suppressed():
             return
         revision = self.faults.bookmark_revision()
+        if self.apiserver_bookmarks is not None and revision <= self._reached:
+            # kube-apiserver sends a watcher only what is past its resourceVersion.
+            return
         if revision < self.store.revision and revision <= self._reached:
             # A frozen watch cache no further than this watcher stands (where it started,
             # or what it was sent): kube-apiserver never moves a watcher back, and a

@@ -42,6 +42,8 @@ from volsched.daemon.kube.ownership import (
 from volsched.daemon.kube.resources import resource
 
 Raw = dict[str, Any]
+# Asks a list for each item's metadata only (kube-apiserver's PartialObjectMetadataList).
+PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 def environment_configures_http(environ: Mapping[str, str]) -> bool:
@@ -198,13 +200,14 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: aiohttp.ClientTimeout | None = None,
+        accept: str = "application/json",
     ) -> Any:
         try:
             response = await self.api.call_api(
                 path,
                 method,
                 query_params=query or [],
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                header_params={"Content-Type": content_type, "Accept": accept},
                 body=body,
                 auth_settings=["BearerToken"],
                 _preload_content=False,
@@ -244,16 +247,21 @@ class KubeClient:
         return _whole_items(body, kind), _list_version(body)
 
     async def list_pages(
-        self, kind: str, page_size: int = 500, field_selector: str | None = None
+        self,
+        kind: str,
+        page_size: int = 500,
+        field_selector: str | None = None,
+        accept: str = "application/json",
     ) -> AsyncIterator[tuple[builtins.list[Raw], str]]:
         """A whole list in pages of ``page_size`` (``limit`` / ``continue``): each page
-        with the list's resourceVersion. An expired continue token is a ``Gone``."""
+        with the list's resourceVersion. An expired continue token is a ``Gone``.
+        ``accept`` may ask for ``PARTIAL_METADATA`` items (each its ``metadata`` only)."""
         token = ""
         while True:
             query = _query(
                 limit=str(page_size), fieldSelector=field_selector, **{"continue": token}
             )
-            body = await self._json("GET", resource(kind).path(), query=query)
+            body = await self._json("GET", resource(kind).path(), query=query, accept=accept)
             yield _whole_items(body, kind), _list_version(body)
             token = str((body.get("metadata") or {}).get("continue") or "")
             if not token:

@@ -2,9 +2,10 @@
 
 A start reads the SQLite store (a broken file is moved aside and rebuilt, never a crash
 loop), checks that the file mirrors this cluster, opens one list+watch per kind resuming
-from the stored resourceVersions, and counts the cache synced only when every kind has
-caught up with the API server (or relisted). A stored cache is a head start, never a
-source of decisions. A clean stop keeps the parsed cache as a snapshot for the next
+from the stored resourceVersions, and counts the cache synced only when every kind is
+proven to hold the API server's state as of the start: its watch caught up, a
+metadata-only list matched it, or it was relisted (``proving`` picks the quickest). A
+stored cache is a head start, never a source of decisions. A clean stop keeps the parsed cache as a snapshot for the next
 warm start.
 """
 
@@ -22,12 +23,13 @@ from volsched.cache.errors import ApiError, CorruptStore, ObjectError
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import OpenResult, Store, snapshot
 from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.watch.cluster_identity import discard_foreign_state
 from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.proving import CatchUpProofs
+from volsched.daemon.watch.restart_plan import ProofCosts
 from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
 
 log = logging.getLogger("volsched")
-# The meta key of the cluster a database mirrors.
-CLUSTER_IDENTITY = "cluster.kube-system-uid"
 
 
 class CacheSync:
@@ -60,6 +62,9 @@ class CacheSync:
         self._resume: dict[str, str] = {}
         self._restored: list[tuple[str, str]] = []
         self._watch_tasks: list[asyncio.Task[None]] = []
+        # Proving the resumed kinds current after the load (see ``proving``).
+        self.proofs = CatchUpProofs(client, cluster, ProofCosts())
+        self._opened_at = 0.0
 
     def synced(self) -> bool:
         return all(w.state.synced for w in self.watchers)
@@ -80,6 +85,7 @@ class CacheSync:
         if resumed:
             self._open_watches(resumed, loaded)
             targets = asyncio.create_task(self._set_catch_up_targets())
+            self.proofs.prefetch([w.kind for w in self.watchers if w.state.resource_version])
         await self.load_from_disk()
         if resumed and (not self.warm or self._resume != resumed):
             # The load judged the file otherwise (rebuilt, empty): start over from it.
@@ -94,9 +100,20 @@ class CacheSync:
         if targets is not None:
             await targets
         loaded.set()
+        if self.warm and self._resume:
+            self.proofs.start(self.watchers, self._opened_at, self._relist)
 
     async def wait_synced(self) -> None:
         await asyncio.gather(*(w.state.synced_event.wait() for w in self.watchers))
+
+    async def _relist(self, watcher: KindWatcher) -> None:
+        """Drop a resumed kind's watch and relist it instead."""
+        index = self.watchers.index(watcher)
+        task = self._watch_tasks[index]
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        watcher.forget_resume_point()
+        self._watch_tasks[index] = asyncio.create_task(watcher.run(), name=f"watch {watcher.kind}")
 
     async def _set_catch_up_targets(self) -> None:
         """The API server's current resourceVersion per resumed kind (a one-item list
@@ -115,35 +132,8 @@ class CacheSync:
         await asyncio.gather(*(target(w) for w in self.watchers))
 
     async def check_cluster_identity(self) -> None:
-        """A database records the cluster it mirrors (the kube-system namespace's uid); one
-        from another cluster — a restored volume, a copied file, a kubeconfig pointing
-        elsewhere — is discarded, never acted on, and the caches are relisted."""
-        try:
-            namespace = await self.client.get("Namespace", "kube-system")
-        except ApiError as exc:
-            log.warning(
-                "cannot read the cluster's identity (namespace kube-system): %s; "
-                "keeping the database",
-                exc,
-            )
-            return
-        uid = str((namespace.get("metadata") or {}).get("uid") or "")
-        if not uid:
-            return
-        stored = await self.store.read_meta(CLUSTER_IDENTITY)
-        if stored == uid:
-            return
-        if stored is not None:
-            log.warning(
-                "database %s belongs to another cluster (kube-system uid %s, this one's is "
-                "%s): discarded; relisting",
-                self.database_path,
-                stored,
-                uid,
-            )
-            await self.store.discard_cluster_state()
+        if await discard_foreign_state(self.client, self.store, self.database_path):
             self.discarded_foreign_state = True
-        await self.store.write_meta(CLUSTER_IDENTITY, uid)
 
     async def load_from_disk(self) -> None:
         started = time.perf_counter()
@@ -220,6 +210,7 @@ class CacheSync:
         self._restored.clear()
 
     def _open_watches(self, resume: Mapping[str, str], loaded: asyncio.Event) -> None:
+        self._opened_at = asyncio.get_running_loop().time()
         for kind in (*CORE_KINDS, *STORAGE_KINDS):
             watcher = KindWatcher(
                 kind,
@@ -238,6 +229,7 @@ class CacheSync:
 
     async def stop_watching(self) -> None:
         """End every watch; the watchers stay, to tell whether the cache had caught up."""
+        await self.proofs.close()
         for task in self._watch_tasks:
             task.cancel()
         await asyncio.gather(*self._watch_tasks, return_exceptions=True)

@@ -160,6 +160,16 @@ class KindWatcher:
         if self.state.resource_version:
             self._mark_caught_up(self.state.resource_version)
 
+    def proven_current(self, version: str) -> None:
+        """The cache was shown to hold this kind as of ``version``, at or past the
+        target, by other means than the watch (a matching metadata list)."""
+        log.debug("%s: proven current as of %s", self.kind, version)
+        self._mark_synced()
+
+    def forget_resume_point(self) -> None:
+        """Relist on the next run, instead of resuming."""
+        self.state.resource_version = ""
+
     async def sync(self) -> None:
         """List everything and make the cache exactly that (emitting deletions).
 

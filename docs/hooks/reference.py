@@ -557,7 +557,18 @@ def _details(results: dict[str, Any]) -> list[tuple[str, str]]:
             )
         ]
     if "cold_ready_seconds" in results:
+        small = results.get("small")
+        rows = []
+        if small:
+            rows.append(
+                (
+                    f"{small['objects']:,} objects",
+                    f"warm {figure(small['warm_ready_seconds'])} s, cold "
+                    f"{figure(small['cold_ready_seconds'])} s, median of {small['repeats']}",
+                )
+            )
         return [
+            *rows,
             (
                 f"{results['objects']:,} objects",
                 f"warm {figure(results['warm_ready_seconds'])} s, cold "
@@ -567,7 +578,7 @@ def _details(results: dict[str, Any]) -> list[tuple[str, str]]:
                 f"{figure(results['warm_load_seconds'])} s, ready "
                 f"{figure(results['warm_ready_after_load_seconds'])} s later; database "
                 f"{figure(results['database_mb'])} MB",
-            )
+            ),
         ]
     if "daemon" in results and "engine" in results:
         daemon, engine = results["daemon"], results["engine"][-1]

@@ -176,14 +176,19 @@ async def test_warm_restart_waits_for_its_watches_to_catch_up_before_it_is_ready
     cluster: Cluster,
 ) -> None:
     """The stored cache loads at once, but nothing is decided (and /readyz fails) until
-    every resumed watch has reached the API server's current state."""
+    every resumed kind is proven to hold the API server's current state — here a PV
+    added while it was down keeps the metadata list from matching, the watch that would
+    bring it is stalled, and the relist that proves the kind instead is slow too."""
     server = cluster.server
     server.load([*BASE, local_pv("pv-1", "node-1"), claim("c1")])
     first = await cluster.start_daemon()
     await eventually(first.sync.synced, what="first sync")
     await cluster.stop_daemon(first)
+    server.load([local_pv("pv-2", "node-2")])
 
     server.faults.stall_watches(3)
+    # The PV kind's relist (a quicker proof than its bookmark) answers as late.
+    server.faults.delay_next("GET", r"/persistentvolumes\?limit=500(&|$)", 3)
     started = time.monotonic()
     starting = asyncio.create_task(cluster.start_daemon())
     await eventually(lambda: cluster.live_daemons(), what="the second daemon opened")
@@ -201,6 +206,7 @@ async def test_warm_restart_waits_for_its_watches_to_catch_up_before_it_is_ready
     assert second.sync.warm
     assert time.monotonic() - started >= 3
     assert all(w.state.synced for w in second.sync.watchers)
+    assert {pv.meta.name for pv in second.cluster.pvs.values()} == {"pv-1", "pv-2"}
     async with (
         aiohttp.ClientSession() as session,
         session.get(f"http://127.0.0.1:{second.http_port}/readyz") as response,

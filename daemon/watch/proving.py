@@ -1,0 +1,238 @@
+"""Proving each resumed kind current after a warm start's load (see ``restart_plan``).
+
+Runs once the stored cache is loaded and the catch-up targets are known, beside the
+resumed watches, which keep bringing events all along. A kind is counted synced only by
+its watch (an event or bookmark at or past its target), by a relist, or by a metadata
+list that matches the cache exactly; nothing here ever marks a kind synced on a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+from volsched.cache.cluster import ClusterCache
+from volsched.cache.errors import ApiError
+from volsched.cache.objects.registry import KINDS
+from volsched.daemon.kube.client import PARTIAL_METADATA, KubeClient
+from volsched.daemon.watch.ingest import object_key
+from volsched.daemon.watch.restart_plan import Proof, ProofCosts, bookmark_wait_left, plan_proofs
+from volsched.daemon.watch.watching import KindWatcher
+
+log = logging.getLogger("volsched.watch")
+
+# A metadata list that differs from the cache is taken again this much later (the watch
+# is usually still applying the changes that made the difference), once.
+RECHECK_SECONDS = 0.25
+
+Relist = Callable[[KindWatcher], Awaitable[None]]
+# Each listed object's resourceVersion by key, and the list's resourceVersion.
+Listed = tuple[dict[str, str], str]
+
+
+async def fetch_metadata(client: KubeClient, costs: ProofCosts, kind: str) -> Listed:
+    """Every object's resourceVersion by key, from a PartialObjectMetadataList list, and
+    the list's resourceVersion."""
+    namespaced = KINDS[kind].namespaced
+    listed: dict[str, str] = {}
+    version = ""
+    async for items, page_version in client.list_pages(
+        kind, costs.metadata_page_size, accept=PARTIAL_METADATA
+    ):
+        version = page_version
+        for item in items:
+            meta = item.get("metadata") or {}
+            listed[object_key(item, namespaced)] = str(meta.get("resourceVersion") or "")
+        await asyncio.sleep(0)
+    return listed, version
+
+
+def cache_matches(cluster: ClusterCache, kind: str, listed: Mapping[str, str]) -> bool:
+    """Whether layer 1 holds exactly the listed objects at the listed resourceVersions.
+    One step with no await: the watch may not apply anything in between."""
+    held = dict(cluster.informer_items(kind))
+    if len(held) != len(listed):
+        return False
+    return all(listed.get(key) == str(view.meta.resource_version) for key, view in held.items())
+
+
+async def metadata_matches(
+    client: KubeClient, cluster: ClusterCache, costs: ProofCosts, kind: str
+) -> str | None:
+    """The list's resourceVersion when the cache matches a fresh metadata list; None
+    when anything differs."""
+    listed, version = await fetch_metadata(client, costs, kind)
+    return version if cache_matches(cluster, kind, listed) else None
+
+
+class MetadataPrefetch:
+    """The resumed kinds' metadata lists, fetched while the stored cache loads (the API
+    server encodes them while this process unpickles): after the load, a kind whose
+    list matches is proven at once. A list read after the process started is at least
+    as fresh as the API server's state at the start, which is all a proof needs."""
+
+    def __init__(self, client: KubeClient, costs: ProofCosts, kinds: Iterable[str]) -> None:
+        self._tasks = {
+            kind: asyncio.create_task(self._fetch(client, costs, kind), name=f"metadata {kind}")
+            for kind in kinds
+        }
+
+    @staticmethod
+    async def _fetch(client: KubeClient, costs: ProofCosts, kind: str) -> Listed | None:
+        try:
+            return await fetch_metadata(client, costs, kind)
+        except ApiError:
+            # Absent CRD, or the server is away: the other proofs find out.
+            return None
+
+    def ready(self, kind: str) -> Listed | None:
+        """The kind's list if it has arrived."""
+        task = self._tasks.get(kind)
+        if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+            return None
+        return task.result()
+
+    async def wait(self, kind: str) -> Listed | None:
+        """The kind's list, once it arrives (None without one)."""
+        task = self._tasks.get(kind)
+        return await task if task is not None else None
+
+    async def close(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+
+
+async def prove_kind(
+    watcher: KindWatcher,
+    proof: Proof,
+    client: KubeClient,
+    cluster: ClusterCache,
+    costs: ProofCosts,
+    waited_seconds: float,
+    relist: Relist,
+    prefetch: MetadataPrefetch | None = None,
+) -> Proof | None:
+    """Prove one resumed kind current by the planned means; the proof it took, or None
+    when its watch got there first."""
+    state = watcher.state
+    if state.synced:
+        return None
+    if proof is Proof.RELIST:
+        await relist(watcher)
+        return proof
+    if proof is Proof.BOOKMARK:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                state.synced_event.wait(), bookmark_wait_left(costs, waited_seconds)
+            )
+        if state.synced:
+            return proof
+    for attempt in range(2):
+        if attempt:
+            await asyncio.sleep(RECHECK_SECONDS)
+        if state.synced:
+            return Proof.BOOKMARK
+        try:
+            listed = await prefetch.wait(watcher.kind) if prefetch and not attempt else None
+            if listed is None:
+                listed = await fetch_metadata(client, costs, watcher.kind)
+        except ApiError as exc:
+            # Absent CRD, or the server is away: the watch finds out and relists.
+            log.info("%s: metadata check failed (%s); waiting for the watch", watcher.kind, exc)
+            return None
+        if cache_matches(cluster, watcher.kind, listed[0]):
+            watcher.proven_current(listed[1])
+            return Proof.METADATA
+    log.info("%s: the cache differs from the API server's list; relisting", watcher.kind)
+    await relist(watcher)
+    return Proof.RELIST
+
+
+async def prove_current(
+    watchers: list[KindWatcher],
+    client: KubeClient,
+    cluster: ClusterCache,
+    costs: ProofCosts,
+    waited_seconds: float,
+    relist: Relist,
+    prefetch: MetadataPrefetch | None = None,
+) -> dict[str, Proof]:
+    """Prove every resumed kind current at once; the proof each needed (kinds whose
+    watch got there first are left out). Kinds whose prefetched metadata list has
+    arrived and matches are proven first, without a request."""
+    proven: dict[str, Proof] = {}
+    resumed = []
+    for watcher in watchers:
+        if not watcher.state.resource_version or watcher.state.synced:
+            continue
+        listed = prefetch.ready(watcher.kind) if prefetch is not None else None
+        if listed is not None and cache_matches(cluster, watcher.kind, listed[0]):
+            watcher.proven_current(listed[1])
+            proven[watcher.kind] = Proof.METADATA
+        else:
+            resumed.append(watcher)
+    sizes = {w.kind: sum(1 for _ in cluster.informer_items(w.kind)) for w in resumed}
+    plan = plan_proofs(sizes, waited_seconds, costs)
+    proofs = await asyncio.gather(
+        *(
+            prove_kind(w, plan[w.kind], client, cluster, costs, waited_seconds, relist, prefetch)
+            for w in resumed
+        )
+    )
+    proven.update((w.kind, p) for w, p in zip(resumed, proofs, strict=True) if p is not None)
+    return proven
+
+
+class CatchUpProofs:
+    """One warm start's proofs: the metadata lists fetched while the cache loads, then
+    every resumed kind proven current beside its watch."""
+
+    def __init__(self, client: KubeClient, cluster: ClusterCache, costs: ProofCosts) -> None:
+        self.client = client
+        self.cluster = cluster
+        self.costs = costs
+        self._prefetch: MetadataPrefetch | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def prefetch(self, kinds: Iterable[str]) -> None:
+        self._prefetch = MetadataPrefetch(self.client, self.costs, kinds)
+
+    def start(self, watchers: list[KindWatcher], opened_at: float, relist: Relist) -> None:
+        """Prove the resumed kinds, whose watches opened at loop time ``opened_at``."""
+        self._task = asyncio.create_task(self._run(watchers, opened_at, relist))
+
+    async def _run(self, watchers: list[KindWatcher], opened_at: float, relist: Relist) -> None:
+        loop = asyncio.get_running_loop()
+        proofs = await prove_current(
+            watchers,
+            self.client,
+            self.cluster,
+            self.costs,
+            loop.time() - opened_at,
+            relist,
+            self._prefetch,
+        )
+        if proofs:
+            # Logged before anything else is awaited: a daemon stopped as soon as it is
+            # ready still says how it got there.
+            log.info(
+                "caught up after %.2fs: %s",
+                loop.time() - opened_at,
+                ", ".join(f"{kind} by {proof.value}" for kind, proof in sorted(proofs.items())),
+            )
+        await self._close_prefetch()
+
+    async def _close_prefetch(self) -> None:
+        if self._prefetch is not None:
+            await self._prefetch.close()
+            self._prefetch = None
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._close_prefetch()

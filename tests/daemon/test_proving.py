@@ -1,0 +1,179 @@
+"""Proving a resumed kind current without its bookmark: a metadata list that matches the
+cache proves it; one that differs proves nothing and the kind is relisted (against the
+emulator over real HTTP, with kube-apiserver's bookmark cadence)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from tests.emulator.support import node
+from volsched.cache.cluster import ClusterCache
+from volsched.daemon.kube.client import PARTIAL_METADATA, KubeClient
+from volsched.daemon.watch.ingest import Ingest
+from volsched.daemon.watch.proving import MetadataPrefetch, metadata_matches, prove_current
+from volsched.daemon.watch.restart_plan import Proof, ProofCosts
+from volsched.daemon.watch.watching import KindWatcher, WatchSettings
+from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
+
+# Relisting looks dear and the window short: a kind of a few nodes is checked by its
+# metadata at once.
+CHECK_FIRST = ProofCosts(relist_seconds_per_object=10.0, bookmark_window_seconds=2.25)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ApiServer]:
+    emulator = ApiServer(
+        controllers=ControllerSettings.none(), bookmark_cadence="apiserver", bookmark_seed=5
+    )
+    await emulator.start()
+    yield emulator
+    await emulator.stop()
+
+
+@pytest.fixture
+async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
+    connected = await KubeClient.connect(str(kubeconfig))
+    yield connected
+    await connected.close()
+
+
+async def stored_nodes(client: KubeClient) -> tuple[ClusterCache, Ingest, str]:
+    """A cache holding the server's nodes as a stopped daemon's database would, and the
+    resume point it kept."""
+    cluster = ClusterCache()
+    ingest = Ingest(cluster, None, "volsched")
+    items, version = await client.list("Node")
+    for item in items:
+        ingest.upsert("Node", item, persist=False)
+    return cluster, ingest, version
+
+
+async def test_the_emulator_lists_partial_object_metadata(
+    server: ApiServer, client: KubeClient
+) -> None:
+    server.load([node("n1"), node("n2")])
+    pages = [page async for page in client.list_pages("Node", 1, accept=PARTIAL_METADATA)]
+    assert [len(items) for items, _ in pages] == [1, 1]
+    item = pages[0][0][0]
+    assert item["kind"] == "PartialObjectMetadata"
+    assert item["apiVersion"] == "meta.k8s.io/v1"
+    assert item["metadata"]["name"] == "n1" and item["metadata"]["resourceVersion"]
+    assert "status" not in item
+    async with (
+        aiohttp.ClientSession() as session,
+        session.get(f"{server.url}/api/v1/nodes", headers={"Accept": PARTIAL_METADATA}) as response,
+    ):
+        body = await response.json()
+    assert body["kind"] == "PartialObjectMetadataList"
+    assert body["metadata"]["resourceVersion"] == str(server.store.revision)
+
+
+async def test_an_unchanged_kind_is_proven_by_its_metadata_without_a_bookmark(
+    server: ApiServer, client: KubeClient
+) -> None:
+    server.load([node("n1"), node("n2")])
+    cluster, ingest, resume_from = await stored_nodes(client)
+    # Other kinds moved on while the daemon was down; no bookmark ever comes.
+    server.ensure_namespace("elsewhere")
+    server.faults.suppress_bookmarks()
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+    assert not watcher.state.synced
+    task = asyncio.create_task(watcher.run())
+    relisted: list[str] = []
+
+    async def relist(w: KindWatcher) -> None:
+        relisted.append(w.kind)
+
+    try:
+        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert proofs == {"Node": Proof.METADATA}
+    assert watcher.state.synced and relisted == []
+
+
+async def test_a_kind_changed_while_down_is_not_proven_by_stale_metadata(
+    server: ApiServer, client: KubeClient
+) -> None:
+    """Safety: the cache's n1 is older than the server's, n3 is new, n2 is gone. The
+    metadata list shows it; the kind is relisted, never counted current as stored."""
+    server.load([node("n1"), node("n2")])
+    cluster, ingest, resume_from = await stored_nodes(client)
+    server.load([node("n3")])
+    async with aiohttp.ClientSession(server.url) as session:
+        async with session.delete("/api/v1/nodes/n2") as response:
+            assert response.status == 200
+        async with session.get("/api/v1/nodes/n1") as response:
+            changed = await response.json()
+        changed["metadata"]["labels"]["changed"] = "yes"
+        async with session.put("/api/v1/nodes/n1", json=changed) as response:
+            assert response.status == 200
+    assert await metadata_matches(client, cluster, CHECK_FIRST, "Node") is None
+    # The watch brings nothing (stalled), so both checks differ and it relists.
+    server.faults.stall_watches(5)
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+
+    async def relist(w: KindWatcher) -> None:
+        w.forget_resume_point()
+        await w.sync()
+
+    task = asyncio.create_task(watcher.run())
+    try:
+        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert proofs == {"Node": Proof.RELIST}
+    assert watcher.state.synced
+    assert set(cluster.nodes) == {"n1", "n3"}
+    assert cluster.nodes["n1"].node.meta.labels.get("changed") == "yes"
+
+
+async def test_a_small_kind_is_relisted_at_once(server: ApiServer, client: KubeClient) -> None:
+    server.load([node("n1")])
+    cluster, ingest, resume_from = await stored_nodes(client)
+    server.ensure_namespace("elsewhere")
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+    relisted: list[str] = []
+
+    async def relist(w: KindWatcher) -> None:
+        relisted.append(w.kind)
+
+    proofs = await prove_current([watcher], client, cluster, ProofCosts(), 0.0, relist)
+    assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
+
+
+async def test_a_metadata_list_fetched_during_the_load_proves_the_kind_at_once(
+    server: ApiServer, client: KubeClient
+) -> None:
+    server.load([node("n1"), node("n2")])
+    cluster, ingest, resume_from = await stored_nodes(client)
+    server.ensure_namespace("elsewhere")
+    server.faults.suppress_bookmarks()
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+    prefetch = MetadataPrefetch(client, ProofCosts(), ["Node"])
+    assert await prefetch.wait("Node") is not None
+    lists_before = len(server.faults.requests("GET", r"/api/v1/nodes\?"))
+
+    async def relist(w: KindWatcher) -> None:
+        raise AssertionError("relisted a kind its prefetched list proves")
+
+    try:
+        proofs = await prove_current(
+            [watcher], client, cluster, ProofCosts(), 0.0, relist, prefetch
+        )
+    finally:
+        await prefetch.close()
+    assert proofs == {"Node": Proof.METADATA} and watcher.state.synced
+    assert len(server.faults.requests("GET", r"/api/v1/nodes\?")) == lists_before
