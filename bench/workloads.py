@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable
@@ -44,6 +45,9 @@ class Context:
     workdir: Path
     e2e: E2eOptions = field(default_factory=E2eOptions)
     profile: bool = False
+    # End-to-end runs per figure: each figure reported is the median over the runs (the
+    # machine is shared, so one run can be slowed by someone else's work).
+    repeat: int = 1
     note: str = ""  # machine summary printed on every plot
     log: Callable[[str], None] = print
 
@@ -234,19 +238,62 @@ def engine_wffc_scaling(ctx: Context) -> Outcome:
 # -- end to end ------------------------------------------------------------------------
 
 
-def _e2e(ctx: Context, scenario: Scenario, pv_bind_delay_seconds: float = 0.0) -> dict[str, Any]:
+# The figures of a run that are reported as medians over repeated runs.
+MEDIAN_FIGURES = ("pods_per_second", "daemon_cpu_ms_per_pod", "outside_cycle_cpu_ms_per_pod")
+ZERO_COST = "zero-cost"
+
+
+def median_of_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median throughput, with every figure's median over all the runs
+    (``median``) and each run's figures (``repeats``)."""
+    ordered = sorted(runs, key=lambda run: run["pods_per_second"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["repeats"] = [{name: run.get(name) for name in MEDIAN_FIGURES} for run in runs]
+    medians: dict[str, Any] = {"runs": len(runs)}
+    for name in MEDIAN_FIGURES:
+        values = [run[name] for run in runs if run.get(name) is not None]
+        medians[name] = round(statistics.median(values), 3) if values else None
+    chosen["median"] = medians
+    return chosen
+
+
+def _e2e(
+    ctx: Context,
+    scenario: Scenario,
+    pv_bind_delay_seconds: float = 0.0,
+    emulator: str | None = None,
+) -> dict[str, Any]:
+    """``ctx.repeat`` runs of one scenario, as ``median_of_runs``; ``emulator`` other than
+    the context's for a comparison."""
     pvs = f"{scenario.pvs} local PVs, " if scenario.pvs else ""
-    ctx.log(
-        f"e2e: {scenario.shape}, {scenario.nodes} nodes, {pvs}"
-        f"{scenario.measured_pods} pods ({ctx.e2e.mode})"
+    options = replace(
+        ctx.e2e,
+        profile=ctx.profile,
+        pv_bind_delay_seconds=pv_bind_delay_seconds,
+        emulator=emulator or ctx.e2e.emulator,
     )
-    options = replace(ctx.e2e, profile=ctx.profile, pv_bind_delay_seconds=pv_bind_delay_seconds)
-    result = asyncio.run(run_e2e(scenario, options, ctx.workdir))
-    ctx.log(
-        f"  {result['scheduled_pods']}/{result['measured_pods']} bound, "
-        f"{result['pods_per_second']} pods/s"
-    )
-    return result
+    runs = []
+    for attempt in range(max(1, ctx.repeat)):
+        ctx.log(
+            f"e2e: {scenario.shape}, {scenario.nodes} nodes, {pvs}"
+            f"{scenario.measured_pods} pods ({ctx.e2e.mode}, {options.emulator} emulator, "
+            f"run {attempt + 1}/{max(1, ctx.repeat)})"
+        )
+        result = asyncio.run(run_e2e(scenario, options, ctx.workdir))
+        ctx.log(
+            f"  {result['scheduled_pods']}/{result['measured_pods']} bound, "
+            f"{result['pods_per_second']} pods/s, "
+            f"{result.get('daemon_cpu_ms_per_pod')} ms daemon CPU per pod"
+        )
+        runs.append(result)
+    return median_of_runs(runs)
+
+
+def _comparison(ctx: Context, scenario: Scenario, **kwargs: Any) -> dict[str, Any] | None:
+    """The same scenario against the zero-cost emulator, when the headline is realistic."""
+    if ctx.e2e.emulator == ZERO_COST:
+        return None
+    return _e2e(ctx, scenario, emulator=ZERO_COST, **kwargs)
 
 
 def _throughput_plot(
@@ -267,43 +314,62 @@ def _throughput_plot(
 
 def e2e_plain(ctx: Context) -> Outcome:
     """End to end, pods without volumes at 5,000 nodes (scheduler_perf's SchedulingBasic
-    shape: 1,000 running pods, 4,000 measured), with the daemon's CPU per pod spent
-    outside the scheduling cycle."""
+    shape: 1,000 running pods, 4,000 measured) against the realistic emulator (HTTPS,
+    objects as a real server returns them), with the daemon's own CPU per pod; the same
+    against the zero-cost emulator as a comparison."""
     scenario = (
         Scenario(nodes=100, shape="none", initial_pods=50, measured_pods=200)
         if ctx.quick
         else Scenario(nodes=5000, shape="none", initial_pods=1000, measured_pods=4000)
     )
     run = _e2e(ctx, scenario)
-    average = run["pods_per_second"]
-    outside = run.get("outside_cycle_cpu_ms_per_pod")
+    comparison = _comparison(ctx, scenario)
+    medians = run["median"]
+    average = medians["pods_per_second"]
+    cpu = medians["daemon_cpu_ms_per_pod"]
+    outside = medians["outside_cycle_cpu_ms_per_pod"]
+    curves = [(f"{scenario.nodes} nodes, {ctx.e2e.emulator} emulator", run)]
+    if comparison is not None:
+        curves.append((f"{scenario.nodes} nodes, {ZERO_COST} emulator (comparison)", comparison))
     png = _throughput_plot(
         ctx,
         "e2e-plain",
-        [(f"{scenario.nodes} nodes, pods without volumes", run)],
+        curves,
         "End to end: pods bound per second, pods without volumes",
-        500.0,
+        600.0,
     )
+    what = f"{ctx.e2e.emulator} emulator"
     targets = [
         target(
-            f"end-to-end throughput, {scenario.nodes} nodes, pods without volumes",
-            "≥ 500 pods/s",
+            f"end-to-end throughput, {scenario.nodes} nodes, pods without volumes, {what}",
+            "≥ 600 pods/s",
             average,
-            "pods/s (average)",
-            average >= 500,
+            f"pods/s (median of {medians['runs']} runs' averages)",
+            average >= 600,
             ctx.quick,
             UPSTREAM_BASIC,
         ),
         target(
-            "daemon CPU per pod outside the scheduling cycle",
+            f"daemon CPU per pod, all in, pods without volumes, {what}",
+            "≤ 1.3 ms",
+            cpu,
+            f"ms per pod (median of {medians['runs']} runs)",
+            cpu is not None and cpu <= 1.3,
+            ctx.quick,
+        ),
+        target(
+            f"daemon CPU per pod outside the scheduling cycle, {what}",
             "< 1 ms",
             outside,
-            "ms per pod",
+            f"ms per pod (median of {medians['runs']} runs)",
             outside is not None and outside < 1.0,
             ctx.quick,
         ),
     ]
-    return {"run": run}, targets, [png]
+    results: dict[str, Any] = {"emulator": ctx.e2e.emulator, "run": run}
+    if comparison is not None:
+        results["zero_cost_comparison"] = comparison
+    return results, targets, [png]
 
 
 def e2e_prebound(ctx: Context) -> Outcome:

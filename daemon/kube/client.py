@@ -2,9 +2,14 @@
 
 Everything above it deals in raw JSON dicts and volsched's errors (``Conflict``,
 ``NotFound``, ``Gone``, ``ApiError``); everything below it is kubernetes-asyncio's
-``ApiClient`` (kubeconfig / in-cluster auth, TLS) driven with ``_preload_content=False``
-so responses stay raw JSON — no generated model objects on the hot path, and no
-deserialisation surprises:
+``ApiClient`` for what it is good at — kubeconfig and in-cluster credentials (refreshed
+tokens included), TLS, and its aiohttp session with its pool of kept-alive connections.
+Requests are sent on that session directly, with the headers the ApiClient's auth
+settings give, rather than through its generated ``call_api``: a binding or an event is
+sent for every pod, and the generic layer (walking the body to sanitise it, rebuilding
+headers and query, encoding with the standard library) cost more than the HTTP request
+itself. Bodies go out and come back as raw JSON (``decoding``: orjson, managedFields
+dropped) — no generated model objects on the hot path, and no deserialisation surprises:
 
 - a pod ``binding`` POST answers with a ``Status`` (201), which the generated
   ``create_namespaced_binding`` cannot deserialise (it raises ValueError although the
@@ -27,11 +32,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 
 from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
+from volsched.daemon.kube.decoding import decoded, encoded, strip_body, strip_object
 from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.kube.kubeconfig import api_client
 from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
@@ -86,25 +93,13 @@ def environment_configures_http(environ: Mapping[str, str]) -> bool:
     return Path(netrc).is_file()
 
 
-def _decoded(data: bytes, what: str) -> Any:
-    """A response body or watch line decoded; one that does not decode (not JSON, a
-    number past Python's 4,300 digits, nesting past its recursion limit) is an
-    ``ApiError``, which the watches retry, never an exception that ends them."""
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise ApiError(0, f"{what}: the response is nested too deeply to read") from None
-    except ValueError as exc:
-        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else "a number too long"
-        raise ApiError(0, f"{what}: the response is not JSON that can be read: {problem}") from None
-
-
 def _watch_event(line: bytes, kind: str) -> Raw:
-    """One line of a watch stream; an ERROR event (a 410 above all) is raised as the
-    status it carries."""
-    event = _decoded(line, f"watch {kind}")
+    """One line of a watch stream, its object without managedFields; an ERROR event (a
+    410 above all) is raised as the status it carries."""
+    event = decoded(line, f"watch {kind}")
     if not isinstance(event, dict):
         raise ApiError(0, f"watch {kind}: an event that is not a JSON object")
+    strip_object(event.get("object"))
     if event.get("type") == "ERROR":
         status = event.get("object")
         status = status if isinstance(status, dict) else {}
@@ -198,17 +193,34 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: aiohttp.ClientTimeout | None = None,
-    ) -> Any:
+    ) -> aiohttp.ClientResponse:
+        """Send one request on the ApiClient's session, authenticated as it would be."""
+        api = self.api
+        headers = dict(api.default_headers)
+        headers["Content-Type"] = content_type
+        headers["Accept"] = "application/json"
+        params = list(query or [])
+        # The bearer token (re-read or refreshed by the configuration's hook when it has one).
+        await api.update_params_for_auth(headers, params, ["BearerToken"])
+        url = api.configuration.host + path
+        if params:
+            url += "?" + urlencode(params)
+        rest = api.rest_client
+        options: dict[str, Any] = {}
+        if rest.proxy:
+            options["proxy"] = rest.proxy
+        if rest.proxy_headers:
+            options["proxy_headers"] = rest.proxy_headers
+        if rest.server_hostname:
+            options["server_hostname"] = rest.server_hostname
         try:
-            response = await self.api.call_api(
-                path,
+            response: aiohttp.ClientResponse = await rest.pool_manager.request(
                 method,
-                query_params=query or [],
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout or self.request_timeout,
+                url,
+                headers=headers,
+                data=encoded(body) if body is not None else None,
+                timeout=timeout or self.request_timeout,
+                **options,
             )
         except aiohttp.ClientError as exc:
             raise ApiError(0, f"{method} {path}: {exc}") from None
@@ -216,16 +228,20 @@ class KubeClient:
             raise ApiError(0, f"{method} {path}: timed out") from None
         return response
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Raw:
+    async def _json(self, method: str, path: str, *, reply: bool = True, **kwargs: Any) -> Raw:
+        """The decoded answer; with ``reply`` False the answer of a write nobody reads is
+        only checked for success (an Event created, a Binding's Status), not decoded."""
         response = await self._call(method, path, **kwargs)
         async with response:
             data = await response.read()
             if not 200 <= response.status <= 299:
                 raise _error(response.status, data)
-        decoded = _decoded(data, f"{method} {path}") if data else {}
-        if not isinstance(decoded, dict):
+        if not reply:
+            return {}
+        body = strip_body(decoded(data, f"{method} {path}")) if data else {}
+        if not isinstance(body, dict):
             raise ApiError(response.status, f"{method} {path}: unexpected response body")
-        return decoded
+        return body
 
     async def list(
         self,
@@ -351,9 +367,18 @@ class KubeClient:
         )
         return await self._json("PATCH", path, body=dict(patch), content_type=content_type)
 
-    async def create(self, kind: str, obj: Mapping[str, Any], namespace: str | None = None) -> Raw:
+    async def create(
+        self,
+        kind: str,
+        obj: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        reply: bool = True,
+    ) -> Raw:
+        """POST; with ``reply`` False the created object is not decoded ({} instead)."""
         self._may("create", kind)
-        return await self._json("POST", resource(kind).path(namespace), body=dict(obj))
+        path = resource(kind).path(namespace)
+        return await self._json("POST", path, body=dict(obj), reply=reply)
 
     async def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         self._may("delete", kind)
@@ -368,4 +393,5 @@ class KubeClient:
             "metadata": {"name": name, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        await self._json("POST", resource("Pod").path(namespace, name, "binding"), body=body)
+        path = resource("Pod").path(namespace, name, "binding")
+        await self._json("POST", path, body=body, reply=False)

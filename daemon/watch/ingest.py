@@ -18,10 +18,11 @@ revision's, so a write based on it carries content and resourceVersion of one re
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
+
+import orjson
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ObjectError
@@ -122,7 +123,7 @@ class Ingest:
     def raw_object(self, kind: str, key: str) -> Raw | None:
         """The accepted revision's JSON of a PV or PVC (to write it back whole)."""
         text = self.raw.get(kind, {}).get(key)
-        return json.loads(text) if text is not None else None
+        return orjson.loads(text) if text is not None else None
 
     def _parse(self, kind: str, raw: Mapping[str, Any]) -> Any | None:
         try:
@@ -149,7 +150,7 @@ class Ingest:
         view = self._parse(kind, raw)
         if view is None:
             return False
-        raw_text = json.dumps(raw, separators=(",", ":")) if kind in self.raw else None
+        raw_text = orjson.dumps(raw).decode() if kind in self.raw else None
         if not self.apply_view(kind, view, raw_text):
             return False
         if persist and self.store is not None:

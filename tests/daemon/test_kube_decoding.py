@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from volsched.cache.errors import ApiError
-from volsched.daemon.kube.client import _decoded
+from volsched.daemon.kube.decoding import decoded as _decoded
 
 
 @pytest.mark.parametrize(
