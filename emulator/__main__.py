@@ -1,4 +1,5 @@
-"""``python -m volsched.emulator --port 8001 [--load FILE.yaml] [--kubeconfig PATH]``: run standalone."""
+"""``python -m volsched.emulator --port 8001 [--load FILE.yaml] [--kubeconfig PATH]
+[--realistic]``: run standalone."""
 
 from __future__ import annotations
 
@@ -33,17 +34,25 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--kubelet", action="store_true", help="run the kubelet controller (nodes become Ready)"
     )
+    parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="serve HTTPS with a CA of its own (carried by --kubeconfig) and objects as "
+        "kube-apiserver returns them: every default, managedFields",
+    )
     return parser.parse_args(argv)
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    server = ApiServer(controllers=ControllerSettings(kubelet=args.kubelet))
+    server = ApiServer(
+        controllers=ControllerSettings(kubelet=args.kubelet), realistic=args.realistic
+    )
     for path in args.load:
         with Path(path).open() as handle:
             server.load([d for d in yaml.safe_load_all(handle) if d])
     url = await server.start(args.host, args.port)
     if args.kubeconfig:
-        write_kubeconfig(args.kubeconfig, url)
+        write_kubeconfig(args.kubeconfig, url, certificate_authority=server.certificate_authority)
     # Stop on Ctrl-C or SIGTERM, even when started as a background job of a script
     # (which starts with SIGINT ignored).
     stop = asyncio.Event()
