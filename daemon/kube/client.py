@@ -3,13 +3,11 @@
 Everything above it deals in raw JSON dicts and volsched's errors (``Conflict``,
 ``NotFound``, ``Gone``, ``ApiError``); everything below it is kubernetes-asyncio's
 ``ApiClient`` for what it is good at — kubeconfig and in-cluster credentials (refreshed
-tokens included), TLS, and its aiohttp session with its pool of kept-alive connections.
-Requests are sent on that session directly, with the headers the ApiClient's auth
-settings give, rather than through its generated ``call_api``: a binding or an event is
-sent for every pod, and the generic layer (walking the body to sanitise it, rebuilding
-headers and query, encoding with the standard library) cost more than the HTTP request
-itself. Bodies go out and come back as raw JSON (``decoding``: orjson, managedFields
-dropped) — no generated model objects on the hot path, and no deserialisation surprises:
+tokens included), TLS, and its aiohttp session with its pool of kept-alive connections
+— with requests sent on that session directly (``sending``), not through its generated
+``call_api``. Bodies go out and come back as raw JSON (``decoding``: orjson,
+managedFields dropped) — no generated model objects on the hot path, and no
+deserialisation surprises:
 
 - a pod ``binding`` POST answers with a ``Status`` (201), which the generated
   ``create_namespaced_binding`` cannot deserialise (it raises ValueError although the
@@ -32,16 +30,16 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import aiohttp
 
 from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.kube.decoding import decoded, encoded, strip_body, strip_object
+from volsched.daemon.kube.decoding import decoded, strip_body, strip_object
 from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.kube.kubeconfig import api_client
 from volsched.daemon.kube.ownership import WRITES, NotLeader, Writer, check_write
+from volsched.daemon.kube.sending import send
 
 Raw = dict[str, Any]
 
@@ -195,38 +193,8 @@ class KubeClient:
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> aiohttp.ClientResponse:
         """Send one request on the ApiClient's session, authenticated as it would be."""
-        api = self.api
-        headers = dict(api.default_headers)
-        headers["Content-Type"] = content_type
-        headers["Accept"] = "application/json"
-        params = list(query or [])
-        # The bearer token (re-read or refreshed by the configuration's hook when it has one).
-        await api.update_params_for_auth(headers, params, ["BearerToken"])
-        url = api.configuration.host + path
-        if params:
-            url += "?" + urlencode(params)
-        rest = api.rest_client
-        options: dict[str, Any] = {}
-        if rest.proxy:
-            options["proxy"] = rest.proxy
-        if rest.proxy_headers:
-            options["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            options["server_hostname"] = rest.server_hostname
-        try:
-            response: aiohttp.ClientResponse = await rest.pool_manager.request(
-                method,
-                url,
-                headers=headers,
-                data=encoded(body) if body is not None else None,
-                timeout=timeout or self.request_timeout,
-                **options,
-            )
-        except aiohttp.ClientError as exc:
-            raise ApiError(0, f"{method} {path}: {exc}") from None
-        except TimeoutError:
-            raise ApiError(0, f"{method} {path}: timed out") from None
-        return response
+        timeout = timeout or self.request_timeout
+        return await send(self.api, method, path, query, body, content_type, timeout)
 
     async def _json(self, method: str, path: str, *, reply: bool = True, **kwargs: Any) -> Raw:
         """The decoded answer; with ``reply`` False the answer of a write nobody reads is
