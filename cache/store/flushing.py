@@ -14,6 +14,7 @@ outcome is unknown (the commit was interrupted) is simply written again.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -36,8 +37,13 @@ def dumps(raw: Mapping[str, Any]) -> str:
     """Compact JSON text, as stored (UTF-8, nothing escaped that need not be).
 
     orjson: every object the watches deliver is stored, and the standard library's
-    encoder was a visible share of the daemon's CPU per pod."""
-    return orjson.dumps(raw).decode()
+    encoder was a visible share of the daemon's CPU per pod. What orjson refuses (an
+    integer past 64 bits, a lone surrogate: never in what the API server sends, but
+    possible in an object read back from an old file) is written as before."""
+    try:
+        return orjson.dumps(raw).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
 
 
 async def serialize_relists(batch: PendingWrites) -> dict[str, list[dict[str, str]]]:
