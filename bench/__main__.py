@@ -1,6 +1,7 @@
 """Run a named benchmark workload and write its results.
 
     python -m bench WORKLOAD [--quick] [--out DIR] [--mode subprocess|inprocess]
+                             [--emulator realistic|zero-cost] [--repeat N]
                              [--profile] [--workdir DIR]
     python -m bench all [--quick] ...
     python -m bench summary [--out DIR]
@@ -98,8 +99,9 @@ def run_one(name: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any
         quick=args.quick,
         out=args.out,
         workdir=workdir,
-        e2e=E2eOptions(mode=args.mode),
+        e2e=E2eOptions(mode=args.mode, emulator=args.emulator),
         profile=args.profile,
+        repeat=args.repeat,
         note=note,
         log=lambda line: print(line, file=sys.stderr, flush=True),
     )
@@ -140,6 +142,10 @@ def command_line(name: str, args: argparse.Namespace) -> str:
         parts.append("--quick")
     if args.mode != "subprocess":
         parts += ["--mode", args.mode]
+    if args.emulator != "realistic":
+        parts += ["--emulator", args.emulator]
+    if args.repeat != 1:
+        parts += ["--repeat", str(args.repeat)]
     if args.profile:
         parts.append("--profile")
     return shlex.join(parts)
@@ -163,6 +169,20 @@ def main(argv: list[str] | None = None) -> int:
         choices=("subprocess", "inprocess"),
         default="subprocess",
         help="end-to-end runs: the daemon as a child process (default) or on the bench's loop",
+    )
+    parser.add_argument(
+        "--emulator",
+        choices=("realistic", "zero-cost"),
+        default="realistic",
+        help="end-to-end runs: the API emulator as a real server costs (HTTPS, objects with "
+        "managedFields and every default; the default) or zero-cost (plain HTTP, objects as "
+        "loaded); with realistic, e2e-plain and e2e-wffc also run zero-cost as a comparison",
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="end-to-end runs per figure; each figure is the median over them",
     )
     parser.add_argument(
         "--profile", action="store_true", help="record the daemon with py-spy; top functions"

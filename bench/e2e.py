@@ -9,6 +9,11 @@ which overlaps pod creation, skipped; an interval in which nothing was bound mer
 the next), as their average and 50th/90th/95th/99th percentiles.
 
 The daemon is the real one with its real SQLite file and talks HTTP to the emulator.
+By default the emulator runs in its realistic mode (``emulator="realistic"``): HTTPS with
+its own CA, and objects as kube-apiserver returns them, every defaulted field and
+``managedFields`` included, so the daemon pays for TLS and for decoding what a real
+server sends. ``emulator="zero-cost"`` (plain HTTP, objects as loaded) is kept as a
+comparison: the difference between the two is what the emulator used to hide.
 It runs either as a subprocess (``python -m volsched.daemon.cli.main run``; the default, and what the
 published figures use: on a 2-core machine the emulator gets one core and the daemon
 the other) or in the bench process, sharing one event loop with the emulator (both on
@@ -62,6 +67,7 @@ SAMPLE_SECONDS = 1.0
 @dataclass(frozen=True)
 class E2eOptions:
     mode: str = "subprocess"  # or "inprocess"
+    emulator: str = "realistic"  # or "zero-cost": plain HTTP, objects as loaded
     parallelism: int = 16  # the daemon's default binding concurrency
     pv_binder: str = "incremental"  # or "emulator": the emulator's rescanning controller
     pv_bind_delay_seconds: float = 0.0
@@ -320,7 +326,7 @@ def _frame_name(frame: str) -> str:
     # py-spy raw frames look like "function (path/to/file.py:123)".
     name, _, where = frame.partition(" (")
     path = where.rstrip(")").rsplit(":", 1)[0]
-    for marker in ("/site-packages/", "/work/main/", "/lib/python3"):
+    for marker in ("/site-packages/", f"{ROOT}/", "/lib/python3"):
         if marker in path:
             path = path.split(marker, 1)[1]
             break
@@ -379,9 +385,12 @@ async def start_emulator(
     controllers: ControllerSettings,
     objects: list[Raw],
     bookmark_interval_seconds: float = 1.0,
+    realistic: bool = False,
 ) -> tuple[ApiServer, float]:
     """The emulator on a loopback port holding ``objects``; and the seconds loading took."""
-    server = ApiServer(controllers, bookmark_interval_seconds=bookmark_interval_seconds)
+    server = ApiServer(
+        controllers, bookmark_interval_seconds=bookmark_interval_seconds, realistic=realistic
+    )
     await server.start()
     started = time.perf_counter()
     if scenario.storage_disks:
@@ -397,9 +406,14 @@ def free_port() -> int:
 
 
 def write_daemon_config(
-    workdir: Path, database: Path, port: int, parallelism: int, url: str
+    workdir: Path,
+    database: Path,
+    port: int,
+    parallelism: int,
+    url: str,
+    certificate_authority: bytes | None = None,
 ) -> tuple[Path, Path]:
-    kubeconfig = write_kubeconfig(workdir / "kubeconfig", url)
+    kubeconfig = write_kubeconfig(workdir / "kubeconfig", url, "default", certificate_authority)
     config = workdir / "volsched.yaml"
     config.write_text(
         yaml.safe_dump(
@@ -458,10 +472,17 @@ def compile_daemon_modules() -> None:
 class DaemonProcess:
     """``python -m volsched.daemon.cli.main run`` as a child process, with its readiness and memory."""
 
-    def __init__(self, workdir: Path, database: Path, url: str, parallelism: int = 16) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        database: Path,
+        url: str,
+        parallelism: int = 16,
+        certificate_authority: bytes | None = None,
+    ) -> None:
         self.port = free_port()
         self.kubeconfig, self.config = write_daemon_config(
-            workdir, database, self.port, parallelism, url
+            workdir, database, self.port, parallelism, url, certificate_authority
         )
         self.log_path = workdir / f"daemon-{self.port}.log"
         self.process: asyncio.subprocess.Process | None = None
@@ -554,9 +575,17 @@ class DaemonProcess:
 class InProcessDaemon:
     """The daemon on the bench's own event loop; every scheduling cycle is timed."""
 
-    def __init__(self, workdir: Path, database: Path, url: str, parallelism: int) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        database: Path,
+        url: str,
+        parallelism: int,
+        certificate_authority: bytes | None = None,
+    ) -> None:
         self.workdir, self.database, self.url = workdir, database, url
         self.parallelism = parallelism
+        self.certificate_authority = certificate_authority
         self.cycle_ms: list[float] = []
         self.daemon: Any = None
         self.client: Any = None
@@ -572,7 +601,9 @@ class InProcessDaemon:
         from volsched.daemon.runtime.app import DaemonOptions, open_daemon
 
         started = time.monotonic()
-        kubeconfig = write_kubeconfig(self.workdir / "kubeconfig", self.url)
+        kubeconfig = write_kubeconfig(
+            self.workdir / "kubeconfig", self.url, "default", self.certificate_authority
+        )
         settings = Settings(
             database=DatabaseSettings(str(self.database)),
             http=HttpSettings("127.0.0.1:0", AuthSettings(enabled=False)),
@@ -655,7 +686,10 @@ async def run_e2e(scenario: Scenario, options: E2eOptions, workdir: Path) -> dic
     pods = [raw for raw in objects if is_measured_pod(raw)]
     setup = [raw for raw in objects if not is_measured_pod(raw)]
     server, load_seconds = await start_emulator(
-        scenario, controller_settings(scenario, options), setup
+        scenario,
+        controller_settings(scenario, options),
+        setup,
+        realistic=options.emulator == "realistic",
     )
     binder = (
         PvBinder(server, options.pv_bind_delay_seconds)
@@ -670,9 +704,13 @@ async def run_e2e(scenario: Scenario, options: E2eOptions, workdir: Path) -> dic
         Path(f"{database}{suffix}").unlink(missing_ok=True)
     daemon: DaemonProcess | InProcessDaemon
     if options.mode == "subprocess":
-        daemon = DaemonProcess(workdir, database, server.url, options.parallelism)
+        daemon = DaemonProcess(
+            workdir, database, server.url, options.parallelism, server.certificate_authority
+        )
     else:
-        daemon = InProcessDaemon(workdir, database, server.url, options.parallelism)
+        daemon = InProcessDaemon(
+            workdir, database, server.url, options.parallelism, server.certificate_authority
+        )
     try:
         if isinstance(daemon, DaemonProcess):
             await daemon.start()
@@ -812,6 +850,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=500)
     parser.add_argument("--parallelism", type=int, default=16)
     parser.add_argument("--mode", choices=("subprocess", "inprocess"), default="subprocess")
+    parser.add_argument(
+        "--emulator",
+        choices=("realistic", "zero-cost"),
+        default="realistic",
+        help="the API emulator as a real server costs (HTTPS, full objects) or zero-cost",
+    )
     parser.add_argument("--pv-binder", choices=("incremental", "emulator"), default="incremental")
     parser.add_argument(
         "--pv-bind-delay",
@@ -831,6 +875,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     options = E2eOptions(
         mode=args.mode,
+        emulator=args.emulator,
         parallelism=args.parallelism,
         pv_binder=args.pv_binder,
         pv_bind_delay_seconds=args.pv_bind_delay,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import statistics
 import subprocess
 import sys
 from collections.abc import Callable
@@ -44,6 +45,9 @@ class Context:
     workdir: Path
     e2e: E2eOptions = field(default_factory=E2eOptions)
     profile: bool = False
+    # End-to-end runs per figure: each figure reported is the median over the runs (the
+    # machine is shared, so one run can be slowed by someone else's work).
+    repeat: int = 1
     note: str = ""  # machine summary printed on every plot
     log: Callable[[str], None] = print
 
@@ -234,19 +238,62 @@ def engine_wffc_scaling(ctx: Context) -> Outcome:
 # -- end to end ------------------------------------------------------------------------
 
 
-def _e2e(ctx: Context, scenario: Scenario, pv_bind_delay_seconds: float = 0.0) -> dict[str, Any]:
+# The figures of a run that are reported as medians over repeated runs.
+MEDIAN_FIGURES = ("pods_per_second", "daemon_cpu_ms_per_pod", "outside_cycle_cpu_ms_per_pod")
+ZERO_COST = "zero-cost"
+
+
+def median_of_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median throughput, with every figure's median over all the runs
+    (``median``) and each run's figures (``repeats``)."""
+    ordered = sorted(runs, key=lambda run: run["pods_per_second"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["repeats"] = [{name: run.get(name) for name in MEDIAN_FIGURES} for run in runs]
+    medians: dict[str, Any] = {"runs": len(runs)}
+    for name in MEDIAN_FIGURES:
+        values = [run[name] for run in runs if run.get(name) is not None]
+        medians[name] = round(statistics.median(values), 3) if values else None
+    chosen["median"] = medians
+    return chosen
+
+
+def _e2e(
+    ctx: Context,
+    scenario: Scenario,
+    pv_bind_delay_seconds: float = 0.0,
+    emulator: str | None = None,
+) -> dict[str, Any]:
+    """``ctx.repeat`` runs of one scenario, as ``median_of_runs``; ``emulator`` other than
+    the context's for a comparison."""
     pvs = f"{scenario.pvs} local PVs, " if scenario.pvs else ""
-    ctx.log(
-        f"e2e: {scenario.shape}, {scenario.nodes} nodes, {pvs}"
-        f"{scenario.measured_pods} pods ({ctx.e2e.mode})"
+    options = replace(
+        ctx.e2e,
+        profile=ctx.profile,
+        pv_bind_delay_seconds=pv_bind_delay_seconds,
+        emulator=emulator or ctx.e2e.emulator,
     )
-    options = replace(ctx.e2e, profile=ctx.profile, pv_bind_delay_seconds=pv_bind_delay_seconds)
-    result = asyncio.run(run_e2e(scenario, options, ctx.workdir))
-    ctx.log(
-        f"  {result['scheduled_pods']}/{result['measured_pods']} bound, "
-        f"{result['pods_per_second']} pods/s"
-    )
-    return result
+    runs = []
+    for attempt in range(max(1, ctx.repeat)):
+        ctx.log(
+            f"e2e: {scenario.shape}, {scenario.nodes} nodes, {pvs}"
+            f"{scenario.measured_pods} pods ({ctx.e2e.mode}, {options.emulator} emulator, "
+            f"run {attempt + 1}/{max(1, ctx.repeat)})"
+        )
+        result = asyncio.run(run_e2e(scenario, options, ctx.workdir))
+        ctx.log(
+            f"  {result['scheduled_pods']}/{result['measured_pods']} bound, "
+            f"{result['pods_per_second']} pods/s, "
+            f"{result.get('daemon_cpu_ms_per_pod')} ms daemon CPU per pod"
+        )
+        runs.append(result)
+    return median_of_runs(runs)
+
+
+def _comparison(ctx: Context, scenario: Scenario, **kwargs: Any) -> dict[str, Any] | None:
+    """The same scenario against the zero-cost emulator, when the headline is realistic."""
+    if ctx.e2e.emulator == ZERO_COST:
+        return None
+    return _e2e(ctx, scenario, emulator=ZERO_COST, **kwargs)
 
 
 def _throughput_plot(
@@ -267,43 +314,62 @@ def _throughput_plot(
 
 def e2e_plain(ctx: Context) -> Outcome:
     """End to end, pods without volumes at 5,000 nodes (scheduler_perf's SchedulingBasic
-    shape: 1,000 running pods, 4,000 measured), with the daemon's CPU per pod spent
-    outside the scheduling cycle."""
+    shape: 1,000 running pods, 4,000 measured) against the realistic emulator (HTTPS,
+    objects as a real server returns them), with the daemon's own CPU per pod; the same
+    against the zero-cost emulator as a comparison."""
     scenario = (
         Scenario(nodes=100, shape="none", initial_pods=50, measured_pods=200)
         if ctx.quick
         else Scenario(nodes=5000, shape="none", initial_pods=1000, measured_pods=4000)
     )
     run = _e2e(ctx, scenario)
-    average = run["pods_per_second"]
-    outside = run.get("outside_cycle_cpu_ms_per_pod")
+    comparison = _comparison(ctx, scenario)
+    medians = run["median"]
+    average = medians["pods_per_second"]
+    cpu = medians["daemon_cpu_ms_per_pod"]
+    outside = medians["outside_cycle_cpu_ms_per_pod"]
+    curves = [(f"{scenario.nodes} nodes, {ctx.e2e.emulator} emulator", run)]
+    if comparison is not None:
+        curves.append((f"{scenario.nodes} nodes, {ZERO_COST} emulator (comparison)", comparison))
     png = _throughput_plot(
         ctx,
         "e2e-plain",
-        [(f"{scenario.nodes} nodes, pods without volumes", run)],
+        curves,
         "End to end: pods bound per second, pods without volumes",
-        500.0,
+        600.0,
     )
+    what = f"{ctx.e2e.emulator} emulator"
     targets = [
         target(
-            f"end-to-end throughput, {scenario.nodes} nodes, pods without volumes",
-            "≥ 500 pods/s",
+            f"end-to-end throughput, {scenario.nodes} nodes, pods without volumes, {what}",
+            "≥ 600 pods/s",
             average,
-            "pods/s (average)",
-            average >= 500,
+            f"pods/s (median of {medians['runs']} runs' averages)",
+            average >= 600,
             ctx.quick,
             UPSTREAM_BASIC,
         ),
         target(
-            "daemon CPU per pod outside the scheduling cycle",
+            f"daemon CPU per pod, all in, pods without volumes, {what}",
+            "≤ 1.3 ms",
+            cpu,
+            f"ms per pod (median of {medians['runs']} runs)",
+            cpu is not None and cpu <= 1.3,
+            ctx.quick,
+        ),
+        target(
+            f"daemon CPU per pod outside the scheduling cycle, {what}",
             "< 1 ms",
             outside,
-            "ms per pod",
+            f"ms per pod (median of {medians['runs']} runs)",
             outside is not None and outside < 1.0,
             ctx.quick,
         ),
     ]
-    return {"run": run}, targets, [png]
+    results: dict[str, Any] = {"emulator": ctx.e2e.emulator, "run": run}
+    if comparison is not None:
+        results["zero_cost_comparison"] = comparison
+    return results, targets, [png]
 
 
 def e2e_prebound(ctx: Context) -> Outcome:
@@ -340,9 +406,11 @@ def e2e_prebound(ctx: Context) -> Outcome:
 def e2e_wffc(ctx: Context) -> Outcome:
     """End to end, WaitForFirstConsumer local PVs at 5,000 nodes: 5,000 PVs and 50,000
     PVs (1 and 10 per node), each claim bound by the PV controller's binding step 200 ms
-    after volsched prebinds its PV (the real controller takes 0.1-0.25 s)."""
+    after volsched prebinds its PV (the real controller takes 0.1-0.25 s); against the
+    realistic emulator, and (full size) the zero-cost one as a comparison."""
     nodes, initial, measured = (100, 20, 50) if ctx.quick else (5000, 1000, 2000)
     runs = []
+    comparisons = []
     for per_node in (1, 10):
         scenario = Scenario(
             nodes=nodes,
@@ -357,11 +425,19 @@ def e2e_wffc(ctx: Context) -> Outcome:
                 _e2e(ctx, scenario, pv_bind_delay_seconds=PV_CONTROLLER_DELAY_SECONDS),
             )
         )
-    low, high = runs[0][1], runs[1][1]
+        # The comparison at full size only: e2e-plain's smoke run covers the path.
+        compared = (
+            None
+            if ctx.quick
+            else _comparison(ctx, scenario, pv_bind_delay_seconds=PV_CONTROLLER_DELAY_SECONDS)
+        )
+        if compared is not None:
+            comparisons.append(compared)
+    low, high = runs[0][1]["median"], runs[1][1]["median"]
     average = high["pods_per_second"]
     ratio = (
-        round(high["ms_per_pod"] / low["ms_per_pod"], 2)
-        if high["ms_per_pod"] and low["ms_per_pod"]
+        round(low["pods_per_second"] / high["pods_per_second"], 2)
+        if high["pods_per_second"] and low["pods_per_second"]
         else None
     )
     png = _throughput_plot(
@@ -371,18 +447,20 @@ def e2e_wffc(ctx: Context) -> Outcome:
         "End to end: pods bound per second, WaitForFirstConsumer local PVs",
         150.0,
     )
+    pvs = (runs[0][1]["pvs"], runs[1][1]["pvs"])
     targets = [
         target(
-            f"end-to-end throughput, {nodes} nodes, {high['pvs']} WFC local PVs",
+            f"end-to-end throughput, {nodes} nodes, {pvs[1]} WFC local PVs, "
+            f"{ctx.e2e.emulator} emulator",
             "≥ 150 pods/s",
             average,
-            "pods/s (average)",
+            f"pods/s (median of {high['runs']} runs' averages)",
             average >= 150,
             ctx.quick,
             UPSTREAM_CSI_PVS,
         ),
         target(
-            f"end-to-end per-pod cost at {high['pvs']} PVs vs {low['pvs']} PVs",
+            f"end-to-end per-pod cost at {pvs[1]} PVs vs {pvs[0]} PVs, {ctx.e2e.emulator} emulator",
             "≤ 1.5×",
             ratio,
             "×",
@@ -390,7 +468,14 @@ def e2e_wffc(ctx: Context) -> Outcome:
             ctx.quick,
         ),
     ]
-    return {"runs": [run for _, run in runs], "cost_ratio": ratio}, targets, [png]
+    results: dict[str, Any] = {
+        "emulator": ctx.e2e.emulator,
+        "runs": [run for _, run in runs],
+        "cost_ratio": ratio,
+    }
+    if comparisons:
+        results["zero_cost_comparisons"] = comparisons
+    return results, targets, [png]
 
 
 def e2e_replicated(ctx: Context) -> Outcome:

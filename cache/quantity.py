@@ -14,6 +14,7 @@ does this.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -57,10 +58,22 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object) -> Fraction:
     """Parse a quantity given as YAML may give it: a string, an int or a float."""
+    if type(value) is str:
+        return _parse_text(value)
+    return _checked(value)
+
+
+def _checked(value: object) -> Fraction:
     number = _parse(value)
     if abs(number) > MAX_QUANTITY:
         raise QuantityError(_OUT_OF_RANGE)
     return number
+
+
+# A cluster writes the same few quantities ("100m", "256Mi", a node size) over and over,
+# in every pod and node a watch delivers: each text is parsed once. (A Fraction never
+# changes, so sharing one is safe; a text that fails is not cached and fails again.)
+_parse_text = functools.lru_cache(maxsize=4096)(_checked)
 
 
 def _parse(value: object) -> Fraction:

@@ -1,4 +1,5 @@
-"""``python -m volsched.emulator --port 8001 [--load FILE.yaml] [--kubeconfig PATH]``: run standalone."""
+"""``python -m volsched.emulator --port 8001 [--load FILE.yaml] [--kubeconfig PATH]
+[--realistic]``: run standalone."""
 
 from __future__ import annotations
 
@@ -37,8 +38,15 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--bookmark-cadence",
         choices=CADENCES,
-        default="interval",
-        help="watch bookmarks every second (interval) or when kube-apiserver sends them",
+        default=None,
+        help="watch bookmarks every second (interval) or when kube-apiserver sends them "
+        "(apiserver; the default with --realistic)",
+    )
+    parser.add_argument(
+        "--realistic",
+        action="store_true",
+        help="serve HTTPS with a CA of its own (carried by --kubeconfig) and objects as "
+        "kube-apiserver returns them: every default, managedFields",
     )
     return parser.parse_args(argv)
 
@@ -47,13 +55,14 @@ async def _serve(args: argparse.Namespace) -> None:
     server = ApiServer(
         controllers=ControllerSettings(kubelet=args.kubelet),
         bookmark_cadence=args.bookmark_cadence,
+        realistic=args.realistic,
     )
     for path in args.load:
         with Path(path).open() as handle:
             server.load([d for d in yaml.safe_load_all(handle) if d])
     url = await server.start(args.host, args.port)
     if args.kubeconfig:
-        write_kubeconfig(args.kubeconfig, url)
+        write_kubeconfig(args.kubeconfig, url, certificate_authority=server.certificate_authority)
     # Stop on Ctrl-C or SIGTERM, even when started as a background job of a script
     # (which starts with SIGINT ignored).
     stop = asyncio.Event()

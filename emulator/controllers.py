@@ -11,6 +11,7 @@ they would see a client's.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 from collections.abc import Callable
@@ -105,8 +106,11 @@ class Controller:
         """Run ``action(argument)`` after the delay, unless one for ``key`` is waiting."""
         if key in self._pending:
             return
+        # A fresh context: the action is the controller's write, not that of the client
+        # whose request triggered it (whose field manager the request's context holds).
         self._pending[key] = asyncio.create_task(
-            self._after(key, delay_seconds, functools.partial(action, argument))
+            self._after(key, delay_seconds, functools.partial(action, argument)),
+            context=contextvars.Context(),
         )
 
     async def _after(self, key: str, delay_seconds: float, action: Callable[[], None]) -> None:

@@ -33,6 +33,7 @@ from volsched.emulator.errors import (
 )
 from volsched.emulator.patches import JSON_PATCH_TYPE, MERGE_TYPES, json_patch, merge_patch
 from volsched.emulator.raw import Raw, clone, mapping, metadata, name_of, now_rfc3339
+from volsched.emulator.realism import Realism
 from volsched.emulator.resources import (
     CRD_GROUP,
     CRD_PLURAL,
@@ -79,9 +80,13 @@ def _same(old: Raw, new: Raw) -> bool:
 
 
 class Registry:
-    def __init__(self, store: Store, resources: ResourceTable) -> None:
+    def __init__(
+        self, store: Store, resources: ResourceTable, realism: Realism | None = None
+    ) -> None:
         self.store = store
         self.resources = resources
+        # The realistic mode's defaults and managedFields (None: the zero-cost mode).
+        self.realism = realism
 
     # Lookups.
 
@@ -179,6 +184,8 @@ class Registry:
         meta.setdefault("creationTimestamp", now_rfc3339())
         if not events.is_event(resource):
             meta["generation"] = 1
+        if self.realism is not None:
+            self.realism.created(resource, obj, from_client)
         if resource.group == CRD_GROUP and resource.plural == CRD_PLURAL:
             crds.establish(obj)
         stored = self.store.put(resource.key, obj)
@@ -277,12 +284,16 @@ class Registry:
                 else:
                     new.pop("status", None)
             apply_defaults(resource.group, resource.plural, new)
+            if self.realism is not None:
+                self.realism.defaulting(resource, new)
             errors = validation.update_errors(resource, old, new)
             if resource.group == CRD_GROUP and resource.plural == CRD_PLURAL:
                 errors += validation.crd_errors(new)
             validation.check(resource.qualified_kind, name, errors)
             if "generation" in old_meta and _spec_part(old) != _spec_part(new):
                 new_meta["generation"] = int(old_meta["generation"]) + 1
+        if self.realism is not None:
+            self.realism.updating(resource, old, new, subresource or "")
         return self.write(resource, old, new)
 
     def patch(

@@ -1,6 +1,12 @@
 """``ApiServer``: the emulator's lifecycle — an aiohttp app on a loopback port, the store,
 the controllers — and the helpers tests use to seed and inspect it.
 
+Two modes. The zero-cost one (the default, what most tests use) serves plain HTTP and
+stores objects as they were sent plus the defaults behaviour depends on. The realistic
+one (``realistic=True``, what the benchmarks use) costs a client what a real API server
+costs: HTTPS with a CA of its own (the kubeconfig it writes carries it), and objects as
+kube-apiserver returns them — every defaulted field, ``managedFields`` (see ``realism``).
+
 One catch-all route hands every request to ``handlers``; a middleware holds delayed
 requests, answers injected failures, fires tripwires around writes, turns any exception into a Status (never an
 HTML page or a traceback), and records each request in ``faults.request_log``.
@@ -17,12 +23,14 @@ import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from types import TracebackType
 
 from aiohttp import web
 
 from volsched.emulator.access import AccessTable, access_routes, service_account_user
 from volsched.emulator.bookmark_timing import CADENCES, ApiserverBookmarks
+from volsched.emulator.certificates import ServingCertificates, make_serving_certificates
 from volsched.emulator.controller_manager import ControllerManager
 from volsched.emulator.controllers import ControllerSettings
 from volsched.emulator.core_controllers import default_service_account
@@ -37,7 +45,9 @@ from volsched.emulator.faults import (
     WriteRequest,
 )
 from volsched.emulator.handlers import ON_OPEN, Handlers, error_response, parse_target
+from volsched.emulator.kubeconfig import write_kubeconfig
 from volsched.emulator.raw import Raw, clone, mapping, name_of
+from volsched.emulator.realism import FIELD_MANAGER, Realism, manager_from
 from volsched.emulator.registry import Registry, serve
 from volsched.emulator.resources import ResourceTable
 from volsched.emulator.store import Store
@@ -63,24 +73,31 @@ class ApiServer:
         bookmark_interval_seconds: float = 1.0,
         history_limit: int = 2000,
         watch_timeout_seconds: float | None = None,
-        bookmark_cadence: str = "interval",
+        bookmark_cadence: str | None = None,
         bookmark_seed: int | None = None,
+        realistic: bool = False,
     ) -> None:
+        # A realistic server bookmarks as kube-apiserver does unless told otherwise.
+        if bookmark_cadence is None:
+            bookmark_cadence = "apiserver" if realistic else "interval"
         if bookmark_cadence not in CADENCES:
             raise ValueError(
                 f"bookmark_cadence: {bookmark_cadence!r} is none of {', '.join(CADENCES)}"
             )
         self.settings = controllers or ControllerSettings()
+        self.realistic = realistic
         self.store = Store(history_limit)
         self.resources = ResourceTable()
-        self.registry = Registry(self.store, self.resources)
+        self.registry = Registry(self.store, self.resources, Realism() if realistic else None)
+        # The CA and serving certificate of the realistic mode's HTTPS (made at start).
+        self.certificates: ServingCertificates | None = None
         self.faults = Faults(self.store)
         # Who may do what through delegated authentication/authorisation (see access).
         self.access = AccessTable()
         self.bookmark_interval_seconds = bookmark_interval_seconds
         # "interval": a bookmark every bookmark_interval_seconds (fast, for tests);
         # "apiserver": when kube-apiserver's watch cache sends them (bookmark_timing).
-        self.bookmark_cadence = bookmark_cadence
+        self.bookmark_cadence: str = bookmark_cadence
         self._bookmark_rng = random.Random(bookmark_seed)
         self.watch_timeout_seconds = watch_timeout_seconds
         self.url = ""
@@ -114,7 +131,12 @@ class ApiServer:
             app, handler_cancellation=True, shutdown_timeout=1.0, access_log=None
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port)
+        ssl_context = None
+        if self.realistic:
+            if self.certificates is None:
+                self.certificates = make_serving_certificates(host)
+            ssl_context = self.certificates.server_context()
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
         try:
             await site.start()
         except BaseException:
@@ -122,7 +144,8 @@ class ApiServer:
             raise
         self._runner = runner
         bound_host, bound_port = runner.addresses[0][:2]
-        self.url = f"http://{bound_host}:{bound_port}"
+        scheme = "https" if ssl_context is not None else "http"
+        self.url = f"{scheme}://{bound_host}:{bound_port}"
         self._controllers = ControllerManager(self.registry, self.settings)
         self._controllers.start()
         return self.url
@@ -155,6 +178,17 @@ class ApiServer:
     @property
     def port(self) -> int:
         return int(self.url.rsplit(":", 1)[1]) if self.url else 0
+
+    @property
+    def certificate_authority(self) -> bytes | None:
+        """The PEM of the CA a client must trust (None over plain HTTP)."""
+        return self.certificates.authority_pem if self.certificates is not None else None
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+        """A kubeconfig for this server: its URL and, over HTTPS, its CA."""
+        if not self.url:
+            raise RuntimeError("the emulator is not started")
+        return write_kubeconfig(path, self.url, namespace, self.certificate_authority)
 
     # Seeding and inspecting.
 
@@ -274,6 +308,9 @@ class ApiServer:
                 )
 
         request[ON_OPEN] = record
+        FIELD_MANAGER.set(
+            manager_from(request.query.get("fieldManager"), request.headers.get("User-Agent"))
+        )
         tripwire: Tripwire | None = None
         write = WriteRequest(request.method, request.path, None)
         try:

@@ -117,7 +117,7 @@ class Reporter:
                 return
             except NotFound:
                 pass  # gone (the API server's event TTL) or never written: create it whole
-        await self.client.create("Event", event, namespace=namespace)
+        await self.client.create("Event", event, namespace=namespace, reply=False)
 
     async def preempted(self, victim: Pod, message: str) -> None:
         await self._event(victim, "Normal", "Preempted", "Preempting", message)

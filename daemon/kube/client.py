@@ -2,8 +2,11 @@
 
 Everything above it deals in raw JSON dicts and volsched's errors (``Conflict``,
 ``NotFound``, ``Gone``, ``ApiError``); everything below it is kubernetes-asyncio's
-``ApiClient`` (kubeconfig / in-cluster auth, TLS) driven with ``_preload_content=False``
-so responses stay raw JSON — no generated model objects on the hot path, and no
+``ApiClient`` for what it is good at — kubeconfig and in-cluster credentials (refreshed
+tokens included), TLS, and its aiohttp session with its pool of kept-alive connections
+— with requests sent on that session directly (``sending``), not through its generated
+``call_api``. Bodies go out and come back as raw JSON (``decoding``: orjson,
+managedFields dropped) — no generated model objects on the hot path, and no
 deserialisation surprises:
 
 - a pod ``binding`` POST answers with a ``Status`` (201), which the generated
@@ -30,6 +33,7 @@ from typing import Any
 import aiohttp
 
 from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
+from volsched.daemon.kube.decoding import decoded, strip_body, strip_object
 from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.kube.kubeconfig import api_client
 from volsched.daemon.kube.ownership import (
@@ -40,6 +44,7 @@ from volsched.daemon.kube.ownership import (
     check_write,
 )
 from volsched.daemon.kube.resources import resource
+from volsched.daemon.kube.sending import send
 
 Raw = dict[str, Any]
 # Asks a list for each item's metadata only (kube-apiserver's PartialObjectMetadataList).
@@ -56,25 +61,13 @@ def environment_configures_http(environ: Mapping[str, str]) -> bool:
     return Path(netrc).is_file()
 
 
-def _decoded(data: bytes, what: str) -> Any:
-    """A response body or watch line decoded; one that does not decode (not JSON, a
-    number past Python's 4,300 digits, nesting past its recursion limit) is an
-    ``ApiError``, which the watches retry, never an exception that ends them."""
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise ApiError(0, f"{what}: the response is nested too deeply to read") from None
-    except ValueError as exc:
-        problem = exc.msg if isinstance(exc, json.JSONDecodeError) else "a number too long"
-        raise ApiError(0, f"{what}: the response is not JSON that can be read: {problem}") from None
-
-
 def _watch_event(line: bytes, kind: str) -> Raw:
-    """One line of a watch stream; an ERROR event (a 410 above all) is raised as the
-    status it carries."""
-    event = _decoded(line, f"watch {kind}")
+    """One line of a watch stream, its object without managedFields; an ERROR event (a
+    410 above all) is raised as the status it carries."""
+    event = decoded(line, f"watch {kind}")
     if not isinstance(event, dict):
         raise ApiError(0, f"watch {kind}: an event that is not a JSON object")
+    strip_object(event.get("object"))
     if event.get("type") == "ERROR":
         status = event.get("object")
         status = status if isinstance(status, dict) else {}
@@ -201,34 +194,25 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: aiohttp.ClientTimeout | None = None,
         accept: str = "application/json",
-    ) -> Any:
-        try:
-            response = await self.api.call_api(
-                path,
-                method,
-                query_params=query or [],
-                header_params={"Content-Type": content_type, "Accept": accept},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout or self.request_timeout,
-            )
-        except aiohttp.ClientError as exc:
-            raise ApiError(0, f"{method} {path}: {exc}") from None
-        except TimeoutError:
-            raise ApiError(0, f"{method} {path}: timed out") from None
-        return response
+    ) -> aiohttp.ClientResponse:
+        """Send one request on the ApiClient's session, authenticated as it would be."""
+        timeout = timeout or self.request_timeout
+        return await send(self.api, method, path, query, body, content_type, timeout, accept)
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> Raw:
+    async def _json(self, method: str, path: str, *, reply: bool = True, **kwargs: Any) -> Raw:
+        """The decoded answer; with ``reply`` False the answer of a write nobody reads is
+        only checked for success (an Event created, a Binding's Status), not decoded."""
         response = await self._call(method, path, **kwargs)
         async with response:
             data = await response.read()
             if not 200 <= response.status <= 299:
                 raise _error(response.status, data)
-        decoded = _decoded(data, f"{method} {path}") if data else {}
-        if not isinstance(decoded, dict):
+        if not reply:
+            return {}
+        body = strip_body(decoded(data, f"{method} {path}")) if data else {}
+        if not isinstance(body, dict):
             raise ApiError(response.status, f"{method} {path}: unexpected response body")
-        return decoded
+        return body
 
     async def list(
         self,
@@ -353,9 +337,18 @@ class KubeClient:
         )
         return await self._json("PATCH", path, body=dict(patch), content_type=content_type)
 
-    async def create(self, kind: str, obj: Mapping[str, Any], namespace: str | None = None) -> Raw:
+    async def create(
+        self,
+        kind: str,
+        obj: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        reply: bool = True,
+    ) -> Raw:
+        """POST; with ``reply`` False the created object is not decoded ({} instead)."""
         self._may("create", kind)
-        return await self._json("POST", resource(kind).path(namespace), body=dict(obj))
+        path = resource(kind).path(namespace)
+        return await self._json("POST", path, body=dict(obj), reply=reply)
 
     async def delete(self, kind: str, name: str, namespace: str | None = None) -> None:
         self._may("delete", kind)
@@ -370,4 +363,5 @@ class KubeClient:
             "metadata": {"name": name, "namespace": namespace, "uid": uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        await self._json("POST", resource("Pod").path(namespace, name, "binding"), body=body)
+        path = resource("Pod").path(namespace, name, "binding")
+        await self._json("POST", path, body=body, reply=False)

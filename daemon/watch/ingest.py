@@ -23,6 +23,8 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Protocol
 
+import orjson
+
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import Node, Pod
@@ -132,7 +134,13 @@ class Ingest:
     def raw_object(self, kind: str, key: str) -> Raw | None:
         """The accepted revision's JSON of a PV or PVC (to write it back whole)."""
         text = self.raw.get(kind, {}).get(key)
-        return json.loads(text) if text is not None else None
+        if text is None:
+            return None
+        try:
+            return orjson.loads(text)  # type: ignore[no-any-return]
+        except orjson.JSONDecodeError:
+            # Text ``dumps`` wrote with the standard library (what orjson refuses).
+            return json.loads(text)  # type: ignore[no-any-return]
 
     def _parse(self, kind: str, raw: Mapping[str, Any]) -> Any | None:
         try:
@@ -159,7 +167,7 @@ class Ingest:
         view = self._parse(kind, raw)
         if view is None:
             return False
-        raw_text = json.dumps(raw, separators=(",", ":")) if kind in self.raw else None
+        raw_text = dumps(raw) if kind in self.raw else None
         if not self.apply_view(kind, view, raw_text):
             return False
         if persist and self.store is not None:

@@ -496,7 +496,16 @@ def render_bench_targets(context: Context) -> str:
 
 def _e2e_figures(run: dict[str, Any]) -> str:
     rate = run["throughput_pods_per_second"]
-    parts = [
+    parts = []
+    median = run.get("median") or {}
+    if median.get("runs", 1) > 1:
+        cpu = median.get("daemon_cpu_ms_per_pod")
+        parts.append(
+            f"median of {median['runs']} runs: {figure(median['pods_per_second'])} pods/s"
+            + (f", daemon CPU {figure(cpu)} ms per pod" if cpu is not None else "")
+            + "; the median run's figures follow"
+        )
+    parts += [
         f"{figure(rate['average'])} pods/s average (p50 {figure(rate['p50'])}, "
         f"p90 {figure(rate['p90'])})",
         f"{figure(run['overall_pods_per_second'])} pods/s from the pods' creation to the "
@@ -516,9 +525,12 @@ def _e2e_figures(run: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _e2e_label(run: dict[str, Any]) -> str:
+def _e2e_label(run: dict[str, Any], comparison: bool = False) -> str:
     label = f"{run['scenario']['nodes']:,} nodes"
-    return label + (f", {run['pvs']:,} PVs" if run.get("pvs") else "")
+    label += f", {run['pvs']:,} PVs" if run.get("pvs") else ""
+    # Runs from before the realistic emulator had no choice: they were zero-cost.
+    emulator = run.get("options", {}).get("emulator", "zero-cost")
+    return label + f", {emulator} emulator" + (" (comparison)" if comparison else "")
 
 
 def _per_pod(point: dict[str, Any]) -> str:
@@ -531,10 +543,14 @@ def _per_pod(point: dict[str, Any]) -> str:
 
 def _details(results: dict[str, Any]) -> list[tuple[str, str]]:
     """(run, figures) for each result shape the benchmarks write."""
-    if "run" in results:
-        return [(_e2e_label(results["run"]), _e2e_figures(results["run"]))]
-    if "runs" in results:
-        return [(_e2e_label(run), _e2e_figures(run)) for run in results["runs"]]
+    if "run" in results or "runs" in results:
+        runs = [results["run"]] if "run" in results else results["runs"]
+        rows = [(_e2e_label(run), _e2e_figures(run)) for run in runs]
+        compared = results.get("zero_cost_comparison") or results.get("zero_cost_comparisons")
+        if compared:
+            for run in [compared] if isinstance(compared, dict) else compared:
+                rows.append((_e2e_label(run, comparison=True), _e2e_figures(run)))
+        return rows
     if "by_nodes" in results:
         last, pvs = results["by_nodes"][-1], results["by_pvs"]
         ratio = (

@@ -57,7 +57,10 @@ def check_results(name: str, results: dict[str, Any]) -> None:
         check_e2e(results["run"])
     elif name == "e2e-plain":
         check_e2e(results["run"])
+        assert results["emulator"] == "realistic"
+        check_e2e(results["zero_cost_comparison"])
         run = results["run"]
+        assert run["median"]["runs"] == 1
         assert run["cycle_duration_ms"]["count"] >= run["measured_pods"]
         assert 0 < run["outside_cycle_cpu_ms_per_pod"] < run["daemon_cpu_ms_per_pod"]
     elif name == "e2e-wffc":

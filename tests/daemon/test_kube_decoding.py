@@ -1,13 +1,16 @@
 """What the API server sends is decoded at the client boundary: a body or a watch line
-that Python's decoder cannot read is an ``ApiError`` (which the watches retry), never a
-ValueError or RecursionError that ends a watch."""
+that cannot be decoded is an ``ApiError`` (which the watches retry), never a ValueError
+or RecursionError that ends a watch; and managedFields, which nothing reads, is dropped."""
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from volsched.cache.errors import ApiError
-from volsched.daemon.kube.client import _decoded
+from volsched.daemon.kube.client import _watch_event
+from volsched.daemon.kube.decoding import decoded as _decoded
+from volsched.daemon.kube.decoding import strip_body
 
 
 @pytest.mark.parametrize(
@@ -30,3 +33,20 @@ def test_a_readable_response_is_decoded() -> None:
         "type": "ADDED",
         "object": {"kind": "Pod"},
     }
+
+
+MANAGED = [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {}}}]
+
+
+def test_a_watch_event_s_object_comes_without_managed_fields() -> None:
+    line = orjson.dumps(
+        {"type": "ADDED", "object": {"metadata": {"name": "p", "managedFields": MANAGED}}}
+    )
+    assert _watch_event(line, "Pod") == {"type": "ADDED", "object": {"metadata": {"name": "p"}}}
+
+
+def test_list_items_and_single_objects_come_without_managed_fields() -> None:
+    listed = {"items": [{"metadata": {"name": "a", "managedFields": MANAGED}}], "metadata": {}}
+    assert strip_body(listed) == {"items": [{"metadata": {"name": "a"}}], "metadata": {}}
+    single = {"metadata": {"name": "a", "managedFields": MANAGED}, "spec": {}}
+    assert strip_body(single) == {"metadata": {"name": "a"}, "spec": {}}
