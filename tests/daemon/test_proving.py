@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiohttp
 import pytest
@@ -18,7 +17,7 @@ from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.proving import MetadataPrefetch, metadata_matches, prove_current
 from volsched.daemon.watch.restart_plan import Proof, ProofCosts
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
-from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
+from volsched.emulator import ApiServer, ControllerSettings
 
 # Relisting looks dear and the window short: a kind of a few nodes is checked by its
 # metadata at once.
@@ -33,14 +32,6 @@ async def server() -> AsyncIterator[ApiServer]:
     await emulator.start()
     yield emulator
     await emulator.stop()
-
-
-@pytest.fixture
-async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
-    connected = await KubeClient.connect(str(kubeconfig))
-    yield connected
-    await connected.close()
 
 
 async def stored_nodes(client: KubeClient) -> tuple[ClusterCache, Ingest, str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -16,7 +15,7 @@ from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch import watching as watching_module
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import CATCH_UP_RELIST, KindWatcher, WatchSettings
-from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
+from volsched.emulator import ApiServer, ControllerSettings
 
 
 @pytest.fixture
@@ -25,14 +24,6 @@ async def server() -> AsyncIterator[ApiServer]:
     await emulator.start()
     yield emulator
     await emulator.stop()
-
-
-@pytest.fixture
-async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
-    connected = await KubeClient.connect(str(kubeconfig))
-    yield connected
-    await connected.close()
 
 
 def resumed(

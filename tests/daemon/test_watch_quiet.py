@@ -11,7 +11,6 @@ import contextlib
 import logging
 import socket
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,7 @@ from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
-from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
+from volsched.emulator import ApiServer, ControllerSettings
 
 # Watches the server ends after 1 s; one still open half a second later has stalled.
 SHORT = WatchSettings(
@@ -43,13 +42,6 @@ async def server() -> AsyncIterator[ApiServer]:
     emulator.faults.suppress_bookmarks()
     yield emulator
     await emulator.stop()
-
-
-@pytest.fixture
-async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    connected = await KubeClient.connect(str(write_kubeconfig(tmp_path / "kubeconfig", server.url)))
-    yield connected
-    await connected.close()
 
 
 @pytest.fixture
