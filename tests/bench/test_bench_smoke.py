@@ -62,7 +62,9 @@ def check_results(name: str, results: dict[str, Any]) -> None:
         run = results["run"]
         assert run["median"]["runs"] == 1
         assert run["cycle_duration_ms"]["count"] >= run["measured_pods"]
-        assert 0 < run["outside_cycle_cpu_ms_per_pod"] < run["daemon_cpu_ms_per_pod"]
+        # The cycle's share is its wall time, which a busy machine stretches past its CPU
+        # time: the part outside it is below the whole, not necessarily above zero.
+        assert run["outside_cycle_cpu_ms_per_pod"] < run["daemon_cpu_ms_per_pod"]
     elif name == "e2e-wffc":
         assert len(results["runs"]) == 2
         for run in results["runs"]:
