@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Any
 
 from opentelemetry.trace import Tracer
 
@@ -57,30 +58,9 @@ def extender_binding(calls: ExtenderCalls) -> Callable[[str, str, str], Awaitabl
 class ExtendedSchedulingLoop(SchedulingLoop):
     """``SchedulingLoop`` with its cycle cut around the extenders' answers."""
 
-    def __init__(
-        self,
-        calls: ExtenderCalls,
-        cluster: ClusterCache,
-        scheduler: Profiles,
-        queue: SchedulingQueue,
-        binder: Binder,
-        reporter: Reporter,
-        metrics: Metrics,
-        scheduler_names: Collection[str],
-        tracer: Tracer | None = None,
-        preempting: Preempting | None = None,
-    ) -> None:
-        super().__init__(
-            cluster,
-            scheduler,
-            queue,
-            binder,
-            reporter,
-            metrics,
-            scheduler_names,
-            tracer=tracer,
-            preempting=preempting,
-        )
+    def __init__(self, calls: ExtenderCalls, *parts: Any, **options: Any) -> None:
+        """``parts`` and ``options`` are ``SchedulingLoop``'s own."""
+        super().__init__(*parts, **options)
         self.calls = calls
 
     async def run_cycle(self, entry: QueuedPod) -> None:
@@ -185,33 +165,13 @@ def scheduling_loop(
 ) -> SchedulingLoop:
     """The loop the daemon runs: the plain one, or the extended one when extenders are
     configured (then the binder asks the binding extender too)."""
+    parts = (cluster, scheduler, queue, binder, reporter, metrics, scheduler_names)
     if not extenders:
-        return SchedulingLoop(
-            cluster,
-            scheduler,
-            queue,
-            binder,
-            reporter,
-            metrics,
-            scheduler_names,
-            tracer=tracer,
-            preempting=preempting,
-        )
+        return SchedulingLoop(*parts, tracer=tracer, preempting=preempting)
     calls = ExtenderCalls(Extenders(extenders, metrics, source), cluster, ingest)
     binder.extender_bind = extender_binding(calls)
     log.info("calling extenders: %s", ", ".join(spec.name for spec in extenders))
-    return ExtendedSchedulingLoop(
-        calls,
-        cluster,
-        scheduler,
-        queue,
-        binder,
-        reporter,
-        metrics,
-        scheduler_names,
-        tracer=tracer,
-        preempting=preempting,
-    )
+    return ExtendedSchedulingLoop(calls, *parts, tracer=tracer, preempting=preempting)
 
 
 async def close_loop(loop: SchedulingLoop) -> None:

@@ -64,6 +64,14 @@ def _resources(
     return tuple(resources)
 
 
+def _optional_integer(
+    body: Mapping[str, Any], at: Where, key: str, low: int, high: int, into: dict[str, Any]
+) -> None:
+    """``body[key]`` checked into ``into`` when given (absent or null: upstream's default)."""
+    if body.get(key) is not None:
+        into[key] = integer(body[key], at.at(key), low, high)
+
+
 def _args_body(
     entry: Mapping[str, Any], where: Where, kind: str, allowed: Sequence[str]
 ) -> Mapping[str, Any]:
@@ -161,10 +169,7 @@ def _inter_pod_affinity(entry: Mapping[str, Any], at: Where) -> dict[str, Any]:
         ("hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"),
     )
     result: dict[str, Any] = {}
-    if body.get("hardPodAffinityWeight") is not None:
-        result["hardPodAffinityWeight"] = integer(
-            body["hardPodAffinityWeight"], at.at("hardPodAffinityWeight"), 0, 100
-        )
+    _optional_integer(body, at, "hardPodAffinityWeight", 0, 100, result)
     result["ignorePreferredTermsOfExistingPods"] = boolean(
         body.get("ignorePreferredTermsOfExistingPods"),
         at.at("ignorePreferredTermsOfExistingPods"),
@@ -199,14 +204,8 @@ def _preemption(entry: Mapping[str, Any], at: Where) -> dict[str, Any]:
         ("minCandidateNodesPercentage", "minCandidateNodesAbsolute"),
     )
     result: dict[str, Any] = {}
-    if body.get("minCandidateNodesPercentage") is not None:
-        result["minCandidateNodesPercentage"] = integer(
-            body["minCandidateNodesPercentage"], at.at("minCandidateNodesPercentage"), 0, 100
-        )
-    if body.get("minCandidateNodesAbsolute") is not None:
-        result["minCandidateNodesAbsolute"] = integer(
-            body["minCandidateNodesAbsolute"], at.at("minCandidateNodesAbsolute"), 0, INT32_MAX
-        )
+    _optional_integer(body, at, "minCandidateNodesPercentage", 0, 100, result)
+    _optional_integer(body, at, "minCandidateNodesAbsolute", 0, INT32_MAX, result)
     if (
         result.get("minCandidateNodesPercentage", 10) == 0
         and result.get("minCandidateNodesAbsolute", 100) == 0
