@@ -193,6 +193,20 @@ header_values = st.text(
 )
 
 
+def malformed_bytes(port: int, request_line: bytes, tally: Tally) -> None:
+    """Raw bytes, alone or after a request line: never a 5xx."""
+
+    @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None)
+    @given(st.binary(max_size=300), st.sampled_from([b"", request_line]))
+    def malformed(junk: bytes, prefix: bytes) -> None:
+        answer = send_raw(port, prefix + junk + b"\r\n\r\n")
+        tally.inputs += 1
+        if answer.startswith(b"HTTP/1.1 5"):
+            tally.server_errors.append(f"raw {junk[:40]!r} -> {answer[:12]!r}")
+
+    malformed()
+
+
 def fuzz(port: int, web: dict[str, Any], tally: Tally) -> None:
     @settings(
         max_examples=EXAMPLES,
@@ -252,15 +266,7 @@ def fuzz(port: int, web: dict[str, Any], tally: Tally) -> None:
         verb = example(request=(name, b'{"Pod": {}}'), encoding="gzip, not really")(verb)
     verb()
 
-    @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None)
-    @given(st.binary(max_size=300), st.sampled_from([b"", b"POST /scheduler/filter HTTP/1.1\r\n"]))
-    def malformed(junk: bytes, prefix: bytes) -> None:
-        answer = send_raw(port, prefix + junk + b"\r\n\r\n")
-        tally.inputs += 1
-        if answer.startswith(b"HTTP/1.1 5"):
-            tally.server_errors.append(f"raw {junk[:40]!r} -> {answer[:12]!r}")
-
-    malformed()
+    malformed_bytes(port, b"POST /scheduler/filter HTTP/1.1\r\n", tally)
 
 
 async def test_hostile_requests_get_4xx_and_no_traceback(
@@ -436,15 +442,7 @@ def fuzz_webhook(port: int, tally: Tally) -> None:
     one = example(method="POST", path="/mutate-pods", body=b"{}", encoding="gzip, not really")(one)
     one()
 
-    @settings(max_examples=max(EXAMPLES // 5, 20), deadline=None)
-    @given(st.binary(max_size=300), st.sampled_from([b"", b"POST /mutate-pods HTTP/1.1\r\n"]))
-    def malformed(junk: bytes, prefix: bytes) -> None:
-        answer = send_raw(port, prefix + junk + b"\r\n\r\n")
-        tally.inputs += 1
-        if answer.startswith(b"HTTP/1.1 5"):
-            tally.server_errors.append(f"raw {junk[:40]!r} -> {answer[:12]!r}")
-
-    malformed()
+    malformed_bytes(port, b"POST /mutate-pods HTTP/1.1\r\n", tally)
 
 
 async def test_hostile_admission_reviews_are_answered_and_logged_in_one_line(
