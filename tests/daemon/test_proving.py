@@ -45,6 +45,20 @@ async def stored_nodes(client: KubeClient) -> tuple[ClusterCache, Ingest, str]:
     return cluster, ingest, version
 
 
+async def resumed_node_watcher(
+    server: ApiServer, client: KubeClient, bookmarks: bool = False
+) -> tuple[ClusterCache, KindWatcher]:
+    """The nodes stored, other kinds moved on while the daemon was down (and, unless
+    ``bookmarks``, no bookmark ever coming): the Node watch resumes, not yet current."""
+    cluster, ingest, resume_from = await stored_nodes(client)
+    server.ensure_namespace("elsewhere")
+    if not bookmarks:
+        server.faults.suppress_bookmarks()
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+    return cluster, watcher
+
+
 async def test_the_emulator_lists_partial_object_metadata(
     server: ApiServer, client: KubeClient
 ) -> None:
@@ -69,12 +83,7 @@ async def test_an_unchanged_kind_is_proven_by_its_metadata_without_a_bookmark(
     server: ApiServer, client: KubeClient
 ) -> None:
     server.load([node("n1"), node("n2")])
-    cluster, ingest, resume_from = await stored_nodes(client)
-    # Other kinds moved on while the daemon was down; no bookmark ever comes.
-    server.ensure_namespace("elsewhere")
-    server.faults.suppress_bookmarks()
-    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
-    watcher.catch_up_to(str(server.store.revision))
+    cluster, watcher = await resumed_node_watcher(server, client)
     assert not watcher.state.synced
     task = asyncio.create_task(watcher.run())
     relisted: list[str] = []
@@ -131,10 +140,7 @@ async def test_a_kind_changed_while_down_is_not_proven_by_stale_metadata(
 
 async def test_a_small_kind_is_relisted_at_once(server: ApiServer, client: KubeClient) -> None:
     server.load([node("n1")])
-    cluster, ingest, resume_from = await stored_nodes(client)
-    server.ensure_namespace("elsewhere")
-    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
-    watcher.catch_up_to(str(server.store.revision))
+    cluster, watcher = await resumed_node_watcher(server, client, bookmarks=True)
     relisted: list[str] = []
 
     async def relist(w: KindWatcher) -> None:
@@ -148,11 +154,7 @@ async def test_a_metadata_list_fetched_during_the_load_proves_the_kind_at_once(
     server: ApiServer, client: KubeClient
 ) -> None:
     server.load([node("n1"), node("n2")])
-    cluster, ingest, resume_from = await stored_nodes(client)
-    server.ensure_namespace("elsewhere")
-    server.faults.suppress_bookmarks()
-    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
-    watcher.catch_up_to(str(server.store.revision))
+    cluster, watcher = await resumed_node_watcher(server, client)
     prefetch = MetadataPrefetch(client, ProofCosts(), ["Node"])
     assert await prefetch.wait("Node") is not None
     lists_before = len(server.faults.requests("GET", r"/api/v1/nodes\?"))
