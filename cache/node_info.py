@@ -28,8 +28,9 @@ ZONE_LABELS = (LABEL_TOPOLOGY_ZONE, LABEL_FAILURE_DOMAIN_BETA_ZONE)
 # What ``NodeInfo.memo.get(key, UNKNOWN)`` returns for nothing remembered (None is a
 # verdict: "fits").
 UNKNOWN: Any = object()
-# Distinct pod shapes remembered per node between two changes of the node.
-MEMO_LIMIT = 8
+# Entries (a few per pod shape: each plugin's, and the combined verdict and score row
+# of the runner) remembered per node between two changes of the node.
+MEMO_LIMIT = 24
 REGION_LABELS = (LABEL_TOPOLOGY_REGION, LABEL_FAILURE_DOMAIN_BETA_REGION)
 
 

@@ -6,7 +6,7 @@ per cycle the pod, the cycle state and the node being judged.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Hashable
 from typing import Protocol, runtime_checkable
 
 from volsched.cache.node_info import NodeInfo
@@ -53,6 +53,29 @@ class FilterPlugin(Protocol):
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         """None when the node fits; a rejection with upstream's reasons otherwise."""
+
+
+@runtime_checkable
+class NodeLocalFilter(Protocol):
+    """A filter whose verdict on a node follows from the pod's ``filter_key`` and what
+    the node's ``NodeInfo`` holds: the node's object, its pods, their requests and
+    ports. Any change there empties the node's memo, so the runner may remember the
+    verdicts of all such filters together, per node and pod shape, and judge the next
+    pod of that shape with one lookup. A key of None: not this pod (read per cycle)."""
+
+    name: str
+
+    def filter_key(self, state: CycleState, pod: Pod) -> Hashable | None: ...
+
+
+@runtime_checkable
+class NodeLocalScore(Protocol):
+    """The same for a score before normalization: ``score_key`` (asked after PreScore)
+    and the node's ``NodeInfo`` decide the raw score, nothing else in the cluster."""
+
+    name: str
+
+    def score_key(self, state: CycleState, pod: Pod) -> Hashable | None: ...
 
 
 @runtime_checkable

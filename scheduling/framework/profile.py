@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from volsched.cache.node_info import NodeInfo
@@ -13,6 +13,8 @@ from volsched.scheduling.framework.interfaces import (
     BatchScorePlugin,
     EnqueueExtensions,
     FilterPlugin,
+    NodeLocalFilter,
+    NodeLocalScore,
     NormalizeScorePlugin,
     PostBindPlugin,
     PreFilterExtensions,
@@ -44,6 +46,8 @@ class ScoreStep:
     pre_score: Callable[[CycleState, Pod, list[NodeInfo]], Status] | None
     score_nodes: Callable[[CycleState, Pod, list[NodeInfo]], list[int]] | None
     normalize: Callable[[CycleState, Pod, dict[str, int]], None] | None
+    # The plugin's NodeLocalScore key, when it has one.
+    score_key: Callable[[CycleState, Pod], Hashable | None] | None = None
 
 
 @dataclass(slots=True)
@@ -67,6 +71,10 @@ class Profile:
     # Each priority with its optional extension points, resolved once: isinstance on a
     # runtime Protocol is slow, and the cycle asks for every pod.
     score_steps: list[ScoreStep] = field(default_factory=list)
+    # Per predicate, in order: its NodeLocalFilter key, when it has one.
+    filter_keys: list[Callable[[CycleState, Pod], Hashable | None] | None] = field(
+        default_factory=list
+    )
 
     def __post_init__(self) -> None:
         seen: set[int] = set()
@@ -91,12 +99,17 @@ class Profile:
             if isinstance(plugin, PostBindPlugin):
                 self.post_binders.append(plugin)
 
+        self.filter_keys = [
+            p.plugin.filter_key if isinstance(p.plugin, NodeLocalFilter) else None
+            for p in self.predicates
+        ]
         self.score_steps = [
             ScoreStep(
                 priority,
                 plugin.pre_score if isinstance(plugin, PreScorePlugin) else None,
                 plugin.score_nodes if isinstance(plugin, BatchScorePlugin) else None,
                 plugin.normalize if isinstance(plugin, NormalizeScorePlugin) else None,
+                plugin.score_key if isinstance(plugin, NodeLocalScore) else None,
             )
             for priority in self.priorities
             for plugin in (priority.plugin,)

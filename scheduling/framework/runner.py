@@ -14,13 +14,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.node_info import NodeInfo
+from volsched.cache.node_info import UNKNOWN, NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import (
     ReservePlugin,
 )
-from volsched.scheduling.framework.profile import Predicate, Profile
+from volsched.scheduling.framework.node_verdicts import (
+    Check,
+    Rejection,
+    active_checks,
+    filter_key,
+    first_rejection,
+    raw_score_columns,
+    remembered_rejection,
+    score_key,
+)
+from volsched.scheduling.framework.profile import Predicate, Profile, ScoreStep
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated_state
 
@@ -341,12 +351,9 @@ class Scheduler:
             if every
             else num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
         )
-        # Bound methods looked up once: this loop runs for every candidate node.
-        checks = [
-            (p.plugin.filter, p)
-            for p in self.profile.predicates
-            if p.plugin.name not in state.skip_filter
-        ]
+        checks = active_checks(self.profile, state)
+        # The common case: every filter node-local, the verdict kept on the node.
+        verdict_key = filter_key(self.profile, state, pod)
         feasible: list[NodeInfo] = []
         start = 0 if every else self.next_start_node_index % count
         ordered = nodes[start:] + nodes[:start] if start else nodes
@@ -355,47 +362,27 @@ class Scheduler:
         crowded_nodes = nominated.nodes if nominated is not None else {}
         for info in ordered:
             processed += 1
-            # Upstream's nominator: the node must fit with the pods nominated there that
-            # outrank this one, and as it is (they may land elsewhere in the end).
-            # The nominated pods count in a clone of the cycle state (their affinity and
-            # spread as if they ran there).
-            if crowded_nodes and info.name in crowded_nodes:
-                crowded = with_nominated_state(
-                    self.profile,
-                    state,
-                    info,
-                    pod,
-                    nominated,
-                    self.cluster.pod_priority,
-                    self.cluster.pending,
-                )
-                targets = ((info, state),) if crowded is None else (crowded, (info, state))
-            else:
-                targets = None
-            # The common case first, with no tuple of targets to walk: this loop runs for
-            # every candidate node of every cycle.
             try:
-                for target, target_state in targets or ((info, state),):
-                    for check, predicate in checks:
-                        status = check(target_state, pod, target)
-                        if status is not None:
-                            rejecting = predicate
-                            break
-                    else:
-                        continue
-                    break
+                if crowded_nodes and info.name in crowded_nodes:
+                    rejection = self._judge_with_nominated(checks, state, pod, info)
+                elif verdict_key is not None:
+                    # The memo read inline: this runs for every candidate of every cycle.
+                    rejection = info.memo.get(verdict_key, UNKNOWN)
+                    if rejection is UNKNOWN:
+                        rejection = remembered_rejection(verdict_key, checks, state, pod, info)
                 else:
-                    status = None
+                    rejection = first_rejection(checks, state, pod, info)
             except Exception as exc:
                 # A view no plugin can read (a damaged stored object): this node is
                 # passed over, named in the decision, and the cycle goes on.
                 self._unreadable(decision, info.name, exc)
                 continue
-            if status is None:
+            if rejection is None:
                 feasible.append(info)
                 if len(feasible) >= wanted:
                     break
                 continue
+            rejecting, status = rejection
             if status.code is Code.ERROR:
                 text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
                 decision.error = text
@@ -403,10 +390,35 @@ class Scheduler:
                 decision.evaluated.extend(node.name for node in ordered[:processed])
                 return []
             self._reject(decision, info.name, rejecting, status)
-        decision.evaluated.extend(node.name for node in ordered[:processed])
+        decision.evaluated.extend([node.name for node in ordered[:processed]])
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
+
+    def _judge_with_nominated(
+        self, checks: list[Check], state: CycleState, pod: Pod, info: NodeInfo
+    ) -> Rejection:
+        """Upstream's nominator: the node must fit with the pods nominated there that
+        outrank this one, and as it is (they may land elsewhere in the end). The
+        nominated pods count in a clone of the cycle state (their affinity and spread
+        as if they ran there)."""
+        nominated = self.nominated
+        assert nominated is not None
+        crowded = with_nominated_state(
+            self.profile,
+            state,
+            info,
+            pod,
+            nominated,
+            self.cluster.pod_priority,
+            self.cluster.pending,
+        )
+        if crowded is not None:
+            crowded_info, crowded_state = crowded
+            rejection = first_rejection(checks, crowded_state, pod, crowded_info)
+            if rejection is not None:
+                return rejection
+        return first_rejection(checks, state, pod, info)
 
     @staticmethod
     def _unreadable(decision: Decision, node: str, exc: Exception) -> None:
@@ -430,19 +442,28 @@ class Scheduler:
         # Lists in the order of ``feasible``: cheaper than a dictionary per priority.
         names = [info.name for info in feasible]
         totals = [0] * len(feasible)
+        # Every PreScore first: the node-local steps are then scored together.
+        skipped: set[int] = set()
+        for configured in self.profile.score_steps:
+            if configured.pre_score is not None:
+                status = configured.pre_score(state, pod, feasible)
+                if status.code is Code.SKIP:
+                    skipped.add(id(configured))
+        running = [step for step in self.profile.score_steps if id(step) not in skipped]
+        raw = self._node_local_scores(running, state, pod, feasible)
         by_priority: dict[str, list[int]] = {}
         for step in self.profile.score_steps:
+            if id(step) in skipped:
+                by_priority[step.priority.policy_name] = [0] * len(feasible)
+                continue
             priority = step.priority
-            if step.pre_score is not None:
-                status = step.pre_score(state, pod, feasible)
-                if status.code is Code.SKIP:
-                    by_priority[priority.policy_name] = [0] * len(feasible)
-                    continue
-            if step.score_nodes is not None:
-                values = step.score_nodes(state, pod, feasible)
-            else:
-                score = priority.plugin.score
-                values = [score(state, pod, info) for info in feasible]
+            values = raw.get(id(step))
+            if values is None:
+                if step.score_nodes is not None:
+                    values = step.score_nodes(state, pod, feasible)
+                else:
+                    score = priority.plugin.score
+                    values = [score(state, pod, info) for info in feasible]
             if step.normalize is not None:
                 # Normalizers rewrite the values of the mapping in place, keys unchanged.
                 scores = dict(zip(names, values, strict=True))
@@ -458,6 +479,19 @@ class Scheduler:
                 ]
         decision.scores = dict(zip(names, totals, strict=True))
         decision.priority_scores = by_priority
+
+    @staticmethod
+    def _node_local_scores(
+        steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[NodeInfo]
+    ) -> dict[int, list[int]]:
+        """The raw scores of the node-local steps (by ``id`` of the step), read from the
+        rows kept on each node when this pod's shape was scored there before."""
+        local = [step for step in steps if step.score_key is not None]
+        key = score_key(local, state, pod) if local else None
+        if key is None:
+            return {}
+        columns = raw_score_columns(key, local, state, pod, feasible)
+        return {id(step): column for step, column in zip(local, columns, strict=True)}
 
     def _select_host(self, feasible: list[NodeInfo], totals: dict[str, int]) -> str:
         best = max(totals.values())

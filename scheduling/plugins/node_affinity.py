@@ -116,6 +116,12 @@ class NodeAffinity:
             return None, unresolvable(REASON_CONFLICT)
         return names, SUCCESS
 
+    def filter_key(self, state: CycleState, pod: Pod) -> _Required:
+        """NodeLocalFilter: the node's labels and name, and the pod's nodeSelector and
+        required terms (the profile's added affinity is the plugin's own)."""
+        required: _Required | None = state.read(self._filter_key)
+        return required if required is not None else _required(pod)
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         enforced = self._enforced
         if enforced is not None and not enforced.matches(node.node.meta.labels, node.name):
@@ -153,6 +159,13 @@ class NodeAffinity:
             return SKIP
         state.write(self._score_key, preferred)
         return SUCCESS
+
+    def score_key(self, state: CycleState, pod: Pod) -> tuple[PreferredTerm, ...]:
+        """NodeLocalScore: the node's labels and name, and the preferred terms."""
+        preferred: tuple[PreferredTerm, ...] | None = state.read(self._score_key)
+        if preferred is None:
+            preferred = pod.preferred_affinity + (self.added.preferred if self.added else ())
+        return preferred
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         preferred: tuple[PreferredTerm, ...] | None = state.read(self._score_key)

@@ -31,6 +31,10 @@ class NodeName:
         """Upstream's: only a node added (the one named) can help."""
         return (on(NODE, ADD),)
 
+    def filter_key(self, state: CycleState, pod: Pod) -> str:
+        """NodeLocalFilter: the node's name and the one the pod names."""
+        return pod.node_name
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         wanted = pod.node_name
         if wanted and wanted != node.name:

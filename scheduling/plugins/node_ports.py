@@ -55,6 +55,10 @@ class NodePorts:
             return False
         return any(_overlap(used, wanted) for used in old.host_ports for wanted in pod.host_ports)
 
+    def filter_key(self, state: CycleState, pod: Pod) -> tuple[HostPort, ...]:
+        """NodeLocalFilter: the ports the node's pods hold and those the pod wants."""
+        return pod.host_ports
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         if not node.ports:
             return None

@@ -126,6 +126,11 @@ class NodeResourcesFit:
         state.write(self._key, self._prepared(pod))
         return None, SUCCESS
 
+    def filter_key(self, state: CycleState, pod: Pod) -> str:
+        """NodeLocalFilter: the node's pods, requests and allocatable, and the pod's."""
+        prepared: tuple[tuple[tuple[str, int, str], ...], str] | None = state.read(self._key)
+        return (prepared if prepared is not None else self._prepared(pod))[1]
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         prepared: tuple[tuple[tuple[str, int, str], ...], str] | None = state.read(self._key)
         if prepared is None:
@@ -274,6 +279,11 @@ class BalancedAllocation:
             return SKIP
         state.write(self._key, wanted)
         return SUCCESS
+
+    def score_key(self, state: CycleState, pod: Pod) -> str:
+        """NodeLocalScore: the node's requests and allocatable, and the pod's."""
+        wanted: tuple[tuple[int, ...], str] | None = state.read(self._key)
+        return (wanted if wanted is not None else self._wanted(pod))[1]
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         return self.score_nodes(state, pod, [node])[0]

@@ -43,6 +43,10 @@ class NodeUnschedulable:
             return False
         return old is None or old.unschedulable
 
+    def filter_key(self, state: CycleState, pod: Pod) -> bool:
+        """NodeLocalFilter: the node's cordon, and whether the pod tolerates it."""
+        return any(toleration.tolerates(UNSCHEDULABLE_TAINT) for toleration in pod.tolerations)
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         if not node.node.unschedulable:
             return None

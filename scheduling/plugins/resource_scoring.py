@@ -119,6 +119,11 @@ class ResourceAllocationScore:
                 taking_part.append((requested, capacity, weight))
         return taking_part
 
+    def score_key(self, state: CycleState, pod: Pod) -> str:
+        """NodeLocalScore: the node's requests and allocatable, and the pod's."""
+        prepared: tuple[tuple[int, ...], str] | None = state.read(self._key)
+        return (prepared if prepared is not None else self._prepared(pod))[1]
+
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         return self.score_nodes(state, pod, [node])[0]
 

@@ -73,6 +73,10 @@ class TaintToleration:
             return False
         return old is None or untolerated_hard_taint(pod, NodeInfo(old)) is not None
 
+    def filter_key(self, state: CycleState, pod: Pod) -> tuple[Toleration, ...]:
+        """NodeLocalFilter: the node's taints and the pod's tolerations."""
+        return pod.tolerations
+
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         taint = untolerated_hard_taint(pod, node)
         return None if taint is None else unresolvable(untolerated_reason(taint.key, taint.value))
@@ -87,6 +91,11 @@ class TaintToleration:
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
         state.write(self._score_key, self._prefer_no_schedule_tolerations(pod))
         return SUCCESS
+
+    def score_key(self, state: CycleState, pod: Pod) -> tuple[Toleration, ...]:
+        """NodeLocalScore: the node's taints and the pod's PreferNoSchedule tolerations."""
+        tolerations: tuple[Toleration, ...] | None = state.read(self._score_key)
+        return tolerations if tolerations is not None else self._prefer_no_schedule_tolerations(pod)
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         return self.score_nodes(state, pod, [node])[0]

@@ -1,0 +1,157 @@
+"""What the filters and scores of one pod shape said of a node, kept on the node.
+
+Most of a cycle's work repeats the last one: a ReplicaSet's pods ask the same of every
+node, and between two cycles only the node that took the last pod changed. When every
+filter a pod meets is node-local (``NodeLocalFilter``), their combined verdict on a node
+is remembered under the pod's keys in ``NodeInfo.memo``, which any change to the node
+empties; the next pod of that shape is judged there with one lookup instead of a call
+per plugin. Scores before normalization are kept the same way, as one row per node.
+
+The verdict is the one the plugins would give, in the same order: the first filter that
+rejects, with its status. A plugin's error is never kept (the next cycle asks again).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from volsched.cache.node_info import UNKNOWN, NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.profile import Predicate, Profile, ScoreStep
+from volsched.scheduling.framework.status import Code, Status
+
+FilterCall = Callable[[CycleState, Pod, NodeInfo], "Status | None"]
+Check = tuple[FilterCall, Predicate]
+# The first rejecting predicate and its status, or None when every filter passes.
+Rejection = tuple[Predicate, Status] | None
+# Distinct pod shapes whose memo keys are kept (process-wide, as the nodes' memos are
+# shared by every profile).
+TOKEN_LIMIT = 4096
+_TOKENS: dict[tuple[Hashable, ...], _Token] = {}
+
+
+def active_checks(profile: Profile, state: CycleState) -> list[Check]:
+    """The filters this cycle runs, in order: those whose PreFilter did not skip."""
+    skipped = state.skip_filter
+    return [(p.plugin.filter, p) for p in profile.predicates if p.plugin.name not in skipped]
+
+
+def filter_key(profile: Profile, state: CycleState, pod: Pod) -> Hashable | None:
+    """The key the pod's combined verdict is kept under, or None when some filter it
+    meets is not node-local (or declines for this pod)."""
+    parts: list[Hashable] = ["Filter"]
+    skipped = state.skip_filter
+    for predicate, key_of in zip(profile.predicates, profile.filter_keys, strict=True):
+        name = predicate.plugin.name
+        if name in skipped:
+            continue
+        if key_of is None:
+            return None
+        key = _asked(key_of, state, pod)
+        if key is None:
+            return None
+        parts.append((name, key))
+    return _token(tuple(parts))
+
+
+def first_rejection(
+    checks: Sequence[Check], state: CycleState, pod: Pod, node: NodeInfo
+) -> Rejection:
+    for check, predicate in checks:
+        status = check(state, pod, node)
+        if status is not None:
+            return predicate, status
+    return None
+
+
+def remembered_rejection(
+    key: Hashable, checks: Sequence[Check], state: CycleState, pod: Pod, node: NodeInfo
+) -> Rejection:
+    """``first_rejection``, from the node's memo when a pod of this shape was judged
+    there since the node last changed."""
+    known: Any = node.memo.get(key, UNKNOWN)
+    if known is not UNKNOWN:
+        return known  # type: ignore[no-any-return]
+    rejection = first_rejection(checks, state, pod, node)
+    if rejection is None or rejection[1].code is not Code.ERROR:
+        node.remember(key, rejection)
+    return rejection
+
+
+def score_key(steps: Sequence[ScoreStep], state: CycleState, pod: Pod) -> Hashable | None:
+    """The key of the raw-score rows of ``steps`` (each node-local), or None."""
+    parts: list[Hashable] = ["Score"]
+    for step in steps:
+        if step.score_key is None:
+            return None
+        key = _asked(step.score_key, state, pod)
+        if key is None:
+            return None
+        parts.append((step.priority.plugin.name, key))
+    return _token(tuple(parts))
+
+
+def raw_score_columns(
+    key: Hashable, steps: Sequence[ScoreStep], state: CycleState, pod: Pod, nodes: list[NodeInfo]
+) -> list[list[int]]:
+    """Each step's raw scores of ``nodes``, in order; a node's row is computed only when
+    its memo has none for ``key``."""
+    rows: list[tuple[int, ...]] = []
+    append = rows.append
+    for node in nodes:
+        row = node.memo.get(key)
+        if row is None:
+            row = node.remember(key, tuple(_one_score(step, state, pod, node) for step in steps))
+        append(row)
+    if not rows:
+        return [[] for _ in steps]
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+def _one_score(step: ScoreStep, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+    if step.score_nodes is not None:
+        return step.score_nodes(state, pod, [node])[0]
+    return step.priority.plugin.score(state, pod, node)
+
+
+def _token(key: tuple[Hashable, ...]) -> Hashable | None:
+    """The memo key for ``key``: one object per distinct key, so that each of the
+    cycle's node lookups hashes and compares by identity, where the tuple would hash
+    its parts (dataclasses among them) on every lookup. A key holding something
+    unhashable (a plugin's list) keeps nothing: the cycle asks the plugins, as it
+    would without a memo."""
+    try:
+        token = _TOKENS.get(key)
+    except TypeError:
+        return None
+    if token is None:
+        if len(_TOKENS) >= TOKEN_LIMIT:
+            # Forgotten keys only cost a recomputation: the nodes' memos are bounded.
+            _TOKENS.clear()
+        token = _TOKENS[key] = _Token(key[0])
+    return token
+
+
+class _Token:
+    """Hashes and compares by identity (object's)."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: Hashable) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} memo key>"
+
+
+def _asked(
+    key_of: Callable[[CycleState, Pod], Hashable | None], state: CycleState, pod: Pod
+) -> Hashable | None:
+    """A pod the plugin cannot read gets no memo: its filter or score then fails node by
+    node, as it does without one, and says so in the decision."""
+    try:
+        return key_of(state, pod)
+    except Exception:
+        return None
