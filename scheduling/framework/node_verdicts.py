@@ -98,13 +98,15 @@ def raw_score_columns(
 ) -> list[list[int]]:
     """Each step's raw scores of ``nodes``, in order; a node's row is computed only when
     its memo has none for ``key``."""
-    rows: list[tuple[int, ...]] = []
-    append = rows.append
-    for node in nodes:
-        row = node.memo.get(key)
-        if row is None:
-            row = node.remember(key, tuple(_one_score(step, state, pod, node) for step in steps))
-        append(row)
+    rows: list[tuple[int, ...] | None] = [node.memo.get(key) for node in nodes]
+    # The few nodes that changed since, found by list.index (in C), not by a walk.
+    index = -1
+    while None in rows:
+        index = rows.index(None, index + 1)
+        node = nodes[index]
+        rows[index] = node.remember(
+            key, tuple(_one_score(step, state, pod, node) for step in steps)
+        )
     if not rows:
         return [[] for _ in steps]
     return [list(column) for column in zip(*rows, strict=True)]

@@ -12,6 +12,8 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, mul
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import UNKNOWN, NodeInfo
@@ -62,7 +64,9 @@ class Decision:
     # Each priority's normalized scores, in the order of ``scores`` (``score_parts``
     # turns them per node).
     priority_scores: dict[str, list[int]] = field(default_factory=dict)
-    evaluated: list[str] = field(default_factory=list)
+    # The nodes the filters were run on, in order (``evaluated`` names them): kept as
+    # the nodes, since naming 500 of them costs more than the cycle's lookups.
+    evaluated_nodes: list[NodeInfo] = field(default_factory=list)
     state: CycleState = field(default_factory=CycleState)
     unresolvable: bool = False
     failed_plugins: set[str] = field(default_factory=set)
@@ -85,10 +89,14 @@ class Decision:
         self.rejected_by = {}
         self.rejected_plugin = {}
         self.unresolvable_nodes = set()
-        self.evaluated = []
+        self.evaluated_nodes = []
         self.scores = {}
         self.priority_scores = {}
         self.feasible = []
+
+    @property
+    def evaluated(self) -> list[str]:
+        return [info.name for info in self.evaluated_nodes]
 
     @property
     def score_parts(self) -> dict[str, dict[str, int]]:
@@ -357,40 +365,56 @@ class Scheduler:
         feasible: list[NodeInfo] = []
         start = 0 if every else self.next_start_node_index % count
         ordered = nodes[start:] + nodes[:start] if start else nodes
-        processed = 0
         nominated = self.nominated
         crowded_nodes = nominated.nodes if nominated is not None else {}
-        for info in ordered:
-            processed += 1
-            try:
-                if crowded_nodes and info.name in crowded_nodes:
-                    rejection = self._judge_with_nominated(checks, state, pod, info)
-                elif verdict_key is not None:
-                    # The memo read inline: this runs for every candidate of every cycle.
-                    rejection = info.memo.get(verdict_key, UNKNOWN)
-                    if rejection is UNKNOWN:
+        # Kept verdicts are read a batch at a time; with nominated pods about, node by
+        # node (a crowded node is judged with them, never from the memo).
+        batch_key = verdict_key if not crowded_nodes else None
+        processed = 0
+        # Batches of as many nodes as feasible ones are still wanted: the cycle stops
+        # after the same node as a node-by-node walk would.
+        while processed < count and len(feasible) < wanted:
+            batch = ordered[processed : processed + wanted - len(feasible)]
+            if batch_key is not None:
+                verdicts = [info.memo.get(batch_key, UNKNOWN) for info in batch]
+                if verdicts.count(None) == len(batch):
+                    # The usual cycle: between two pods of a shape one node changed.
+                    feasible.extend(batch)
+                    processed += len(batch)
+                    continue
+            else:
+                verdicts = [UNKNOWN] * len(batch)
+            for info, verdict in zip(batch, verdicts, strict=True):
+                processed += 1
+                if verdict is None:
+                    feasible.append(info)
+                    continue
+                try:
+                    if verdict is not UNKNOWN:
+                        rejection = verdict
+                    elif crowded_nodes and info.name in crowded_nodes:
+                        rejection = self._judge_with_nominated(checks, state, pod, info)
+                    elif verdict_key is not None:
                         rejection = remembered_rejection(verdict_key, checks, state, pod, info)
-                else:
-                    rejection = first_rejection(checks, state, pod, info)
-            except Exception as exc:
-                # A view no plugin can read (a damaged stored object): this node is
-                # passed over, named in the decision, and the cycle goes on.
-                self._unreadable(decision, info.name, exc)
-                continue
-            if rejection is None:
-                feasible.append(info)
-                if len(feasible) >= wanted:
-                    break
-                continue
-            rejecting, status = rejection
-            if status.code is Code.ERROR:
-                text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
-                decision.error = text
-                decision.message = text
-                decision.evaluated.extend(node.name for node in ordered[:processed])
-                return []
-            self._reject(decision, info.name, rejecting, status)
-        decision.evaluated.extend([node.name for node in ordered[:processed]])
+                    else:
+                        rejection = first_rejection(checks, state, pod, info)
+                except Exception as exc:
+                    # A view no plugin can read (a damaged stored object): this node is
+                    # passed over, named in the decision, and the cycle goes on.
+                    self._unreadable(decision, info.name, exc)
+                    continue
+                if rejection is None:
+                    feasible.append(info)
+                    continue
+                rejecting, status = rejection
+                if status.code is Code.ERROR:
+                    text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
+                    decision.error = text
+                    decision.message = text
+                    decision.evaluated_nodes.extend(ordered[:processed])
+                    return []
+                self._reject(decision, info.name, rejecting, status)
+        decision.evaluated_nodes.extend(ordered[:processed])
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
@@ -471,12 +495,14 @@ class Scheduler:
                 values = list(scores.values())
             by_priority[priority.policy_name] = values
             weight = priority.weight
-            if weight == 1:
-                totals = [total + value for total, value in zip(totals, values, strict=True)]
-            else:
-                totals = [
-                    total + value * weight for total, value in zip(totals, values, strict=True)
-                ]
+            if len(values) != len(totals):
+                raise ValueError(
+                    f"{priority.policy_name} scored {len(values)} of {len(totals)} nodes"
+                )
+            # map over operator's functions: the sums run in C, not a comprehension.
+            if weight != 1:
+                values = list(map(mul, values, repeat(weight, len(values))))
+            totals = list(map(add, totals, values))
         decision.scores = dict(zip(names, totals, strict=True))
         decision.priority_scores = by_priority
 
@@ -495,7 +521,7 @@ class Scheduler:
 
     def _select_host(self, feasible: list[NodeInfo], totals: dict[str, int]) -> str:
         best = max(totals.values())
-        ties = [info.name for info in feasible if totals[info.name] == best]
+        ties = [name for name, total in totals.items() if total == best]
         return ties[0] if len(ties) == 1 else self.rng.choice(ties)
 
 
