@@ -54,7 +54,7 @@ from volsched.daemon.binding.undo_retry import UndoRetries
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.resources import resource
 from volsched.daemon.queue.queueing import SchedulingQueue
-from volsched.daemon.telemetry.tracing import api_write
+from volsched.daemon.telemetry.tracing import api_write, recording
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.waiting import ChangeNotifier
 from volsched.scheduling.framework.profiles import Profiles
@@ -165,6 +165,8 @@ class Binder:
     async def bind(self, decision: Decision) -> bool:
         """Run the whole binding cycle; True when the pod ended up bound (the caller, the
         scheduler that chose the node, records the ``Scheduled`` event)."""
+        if not recording(self.tracer):
+            return await self._bind(decision)
         with self.tracer.start_as_current_span("binding_cycle") as span:
             span.set_attribute("volsched.pod", decision.pod.meta.key)
             span.set_attribute("volsched.node", decision.node or "")

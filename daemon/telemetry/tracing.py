@@ -65,14 +65,14 @@ def make_tracer(
 def record_cycle(tracer: Tracer, decision: Decision, result: str) -> None:
     """The scheduling cycle as a span, with its extension points as children, from the
     timestamps the cycle took (the cycle itself stays free of tracing)."""
-    if not decision.phases:
+    if not decision.phases or not recording(tracer):
         return
     start = decision.phases[0][1]
     end = decision.phases[-1][2]
     span = tracer.start_span("scheduling_cycle", start_time=start)
     span.set_attribute("volsched.pod", decision.pod.meta.key)
     span.set_attribute("volsched.result", result)
-    span.set_attribute("volsched.nodes_evaluated", len(decision.evaluated))
+    span.set_attribute("volsched.nodes_evaluated", len(decision.evaluated_nodes))
     if decision.node is not None:
         span.set_attribute("volsched.node", decision.node)
     if decision.message and decision.node is None:
@@ -87,9 +87,18 @@ def record_cycle(tracer: Tracer, decision: Decision, result: str) -> None:
     span.end(end_time=end)
 
 
+def recording(tracer: Tracer) -> bool:
+    """False for the no-op tracer: its spans are thrown away, so the attributes and
+    children a span would carry are not built (a few per pod, at hundreds a second)."""
+    return not isinstance(tracer, trace.NoOpTracer)
+
+
 @contextmanager
 def api_write(tracer: Tracer, method: str, kind: str, name: str) -> Iterator[Span]:
     """One span per API write of a binding cycle (child of the current span)."""
+    if not recording(tracer):
+        yield trace.INVALID_SPAN
+        return
     with tracer.start_as_current_span(f"{method} {kind} {name}") as span:
         span.set_attribute("http.request.method", method)
         span.set_attribute("k8s.kind", kind)
