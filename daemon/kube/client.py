@@ -27,7 +27,6 @@ import builtins
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -44,21 +43,16 @@ from volsched.daemon.kube.ownership import (
     check_write,
 )
 from volsched.daemon.kube.resources import resource
-from volsched.daemon.kube.sending import send
+from volsched.daemon.kube.sending import (
+    close_write_pool,
+    environment_configures_http,
+    send,
+    send_write,
+)
 
 Raw = dict[str, Any]
 # Asks a list for each item's metadata only (kube-apiserver's PartialObjectMetadataList).
 PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-
-
-def environment_configures_http(environ: Mapping[str, str]) -> bool:
-    """Whether aiohttp's ``trust_env`` would find anything: a proxy variable (any case)
-    or a netrc file (``$NETRC`` or ``~/.netrc``)."""
-    for name, value in environ.items():
-        if value and name.lower().endswith("_proxy"):
-            return True
-    netrc = environ.get("NETRC") or str(Path(environ.get("HOME") or "~").expanduser() / ".netrc")
-    return Path(netrc).is_file()
 
 
 def _watch_event(line: bytes, kind: str) -> Raw:
@@ -183,6 +177,7 @@ class KubeClient:
             )
 
     async def close(self) -> None:
+        await close_write_pool(self.api)
         await self.api.close()
 
     async def _call(
@@ -199,19 +194,35 @@ class KubeClient:
         timeout = timeout or self.request_timeout
         return await send(self.api, method, path, query, body, content_type, timeout, accept)
 
+    async def _write(
+        self,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> tuple[int, bytes]:
+        """A write's status and reply, on a kept-alive connection (``write_connections``)."""
+        return await send_write(
+            self.api, method, path, query, body, content_type, self.request_timeout
+        )
+
     async def _json(self, method: str, path: str, *, reply: bool = True, **kwargs: Any) -> Raw:
         """The decoded answer; with ``reply`` False the answer of a write nobody reads is
         only checked for success (an Event created, a Binding's Status), not decoded."""
-        response = await self._call(method, path, **kwargs)
-        async with response:
-            data = await response.read()
-            if not 200 <= response.status <= 299:
-                raise _error(response.status, data)
+        if method == "GET":
+            response = await self._call(method, path, **kwargs)
+            async with response:
+                status, data = response.status, await response.read()
+        else:
+            status, data = await self._write(method, path, **kwargs)
+        if not 200 <= status <= 299:
+            raise _error(status, data)
         if not reply:
             return {}
         body = strip_body(decoded(data, f"{method} {path}")) if data else {}
         if not isinstance(body, dict):
-            raise ApiError(response.status, f"{method} {path}: unexpected response body")
+            raise ApiError(status, f"{method} {path}: unexpected response body")
         return body
 
     async def list(
