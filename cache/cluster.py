@@ -62,6 +62,10 @@ class ClusterCache:
         self.pods: dict[str, Pod] = {}
         self.pending: dict[str, Pod] = {}
         self.assumed_pods: dict[str, str] = {}
+        # Node name -> keys of the pods placed there (bound or assumed, not terminal),
+        # whether or not the node is known yet: a node that arrives after its pods (a
+        # relist lists pods and nodes at once) takes them without a scan of every pod.
+        self._placement: defaultdict[str, dict[str, None]] = defaultdict(dict)
         # Bound pods the informer has not confirmed yet, and when to stop waiting.
         self.assumed_expiry: dict[str, float] = {}
         self.pv_index = PersistentVolumeIndex()
@@ -235,9 +239,8 @@ class ClusterCache:
             info = NodeInfo(node, self.pod_index)
             self.nodes[node.meta.name] = info
             self._node_order = None
-            for pod in self.pods.values():
-                if self._placed_on(pod) == node.meta.name:
-                    info.add_pod(pod)
+            for key in self._placement.get(node.meta.name, ()):
+                info.add_pod(self.pods[key])
         else:
             if info.zone != zone_key(node.meta.labels):
                 self._node_order = None
@@ -259,8 +262,31 @@ class ClusterCache:
             return ""
         return pod.node_name or self.assumed_pods.get(pod.meta.key, "")
 
+    def _placement_of(self, key: str) -> str:
+        pod = self.pods.get(key)
+        return self._placed_on(pod) if pod is not None else ""
+
+    def _placed(self, key: str, before: str) -> None:
+        """Keep ``_placement`` right after a change that may have moved pod ``key``
+        (placed on ``before`` until then)."""
+        after = self._placement_of(key)
+        if after == before:
+            return
+        if before:
+            placed = self._placement[before]
+            placed.pop(key, None)
+            if not placed:
+                del self._placement[before]
+        if after:
+            self._placement[after][key] = None
+
     def _upsert_Pod(self, pod: Pod) -> None:
         key = pod.meta.key
+        before = self._placement_of(key)
+        self._put_pod(key, pod)
+        self._placed(key, before)
+
+    def _put_pod(self, key: str, pod: Pod) -> None:
         old = self.pods.get(key)
         if old is not None:
             old_node = self._placed_on(old)
@@ -280,6 +306,11 @@ class ClusterCache:
             self.pending.pop(key, None)
 
     def _delete_Pod(self, key: str) -> None:
+        before = self._placement_of(key)
+        self._drop_pod(key)
+        self._placed(key, before)
+
+    def _drop_pod(self, key: str) -> None:
         old = self.pods.pop(key, None)
         self.pending.pop(key, None)
         self.assumed_pods.pop(key, None)
@@ -363,12 +394,14 @@ class ClusterCache:
         key = pod.meta.key
         if key in self.assumed_pods:
             self.forget_pod(key)  # one assumption per pod: never counted on two nodes
+        before = self._placement_of(key)
         self.assumed_pods[key] = node_name
         self.pending.pop(key, None)
         self.pods.setdefault(key, pod)
         info = self.nodes.get(node_name)
         if info is not None:
             info.add_pod(pod)
+        self._placed(key, before)
         self.generation += 1
 
     def finish_binding(self, key: str, expires_at: float) -> None:
@@ -391,6 +424,7 @@ class ClusterCache:
 
     def forget_pod(self, key: str) -> None:
         """Undo ``assume_pod`` (the binding failed): the pod is pending again."""
+        before = self._placement_of(key)
         node_name = self.assumed_pods.pop(key, None)
         self.assumed_expiry.pop(key, None)
         if node_name is None:
@@ -401,6 +435,7 @@ class ClusterCache:
         pod = self.pods.get(key)
         if pod is not None and not pod.node_name and not pod.terminal:
             self.pending[key] = pod
+        self._placed(key, before)
         self.generation += 1
 
 

@@ -194,19 +194,6 @@ class KubeClient:
         timeout = timeout or self.request_timeout
         return await send(self.api, method, path, query, body, content_type, timeout, accept)
 
-    async def _write(
-        self,
-        method: str,
-        path: str,
-        query: list[tuple[str, str]] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-    ) -> tuple[int, bytes]:
-        """A write's status and reply, on a kept-alive connection (``write_connections``)."""
-        return await send_write(
-            self.api, method, path, query, body, content_type, self.request_timeout
-        )
-
     async def _json(self, method: str, path: str, *, reply: bool = True, **kwargs: Any) -> Raw:
         """The decoded answer; with ``reply`` False the answer of a write nobody reads is
         only checked for success (an Event created, a Binding's Status), not decoded."""
@@ -214,8 +201,10 @@ class KubeClient:
             response = await self._call(method, path, **kwargs)
             async with response:
                 status, data = response.status, await response.read()
-        else:
-            status, data = await self._write(method, path, **kwargs)
+        else:  # a write: on a kept-alive connection (``write_connections``)
+            status, data = await send_write(
+                self.api, method, path, **kwargs, timeout=self.request_timeout
+            )
         if not 200 <= status <= 299:
             raise _error(status, data)
         if not reply:

@@ -90,9 +90,10 @@ async def send_write(
     api: Any,
     method: str,
     path: str,
-    query: list[tuple[str, str]] | None,
-    body: Any,
-    content_type: str,
+    query: list[tuple[str, str]] | None = None,
+    body: Any = None,
+    content_type: str = "application/json",
+    *,
     timeout: aiohttp.ClientTimeout,
     accept: str = "application/json",
 ) -> tuple[int, bytes]:
