@@ -3,6 +3,7 @@ code, and a hostile one is refused without running anything."""
 
 from __future__ import annotations
 
+import copyreg
 import logging
 import pickle
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from volsched.cache.objects.core import Node
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import Store
 from volsched.cache.store import snapshot as codec
@@ -114,6 +116,18 @@ class Explode:
         return (os.system, ("echo pwned > /dev/null",))
 
 
+class ShortState:
+    """Pickles as a Node whose state has one field, as a damaged file could hold it
+    (pickle checks that the object is of the class it is rebuilt as)."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return Node
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return (copyreg.__newobj__, (Node,), ("only one field",))
+
+
 @pytest.mark.parametrize(
     ("body", "why"),
     [
@@ -122,8 +136,12 @@ class Explode:
         (pickle.dumps((codec.FORMAT, {"Node": Path("/")}, {})), "which is not a view class"),
         (pickle.dumps((codec.FORMAT + 1, {}, {})), "not in this version's format"),
         (pickle.dumps(["a list"]), "not in this version's format"),
+        (
+            pickle.dumps((codec.FORMAT, {"Node": {"node-1": ShortState()}}, {})),
+            "ValueError: Node: a pickled state of 1 fields",
+        ),
     ],
-    ids=["garbage", "code", "foreign-class", "format", "shape"],
+    ids=["garbage", "code", "foreign-class", "format", "shape", "short-state"],
 )
 async def test_an_unusable_snapshot_falls_back_to_the_rows_without_running_anything(
     store: Store, caplog: pytest.LogCaptureFixture, body: bytes, why: str
