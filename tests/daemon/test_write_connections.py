@@ -161,21 +161,24 @@ async def test_no_reply_in_time_is_an_api_error_and_the_connection_is_dropped(tl
     assert server.connections == 2
 
 
-async def test_a_connection_lost_mid_request_is_an_api_error(tls: Any) -> None:
-    server = Server(lambda head, body: b'HTTP/1.1 201 Created\r\nContent-Length: 50\r\n\r\n{"cut')
-    server.close_after_reply = True
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (
+            b'HTTP/1.1 201 Created\r\nContent-Length: 50\r\n\r\n{"cut',
+            r"^0: POST /e: the API server closed the connection",
+        ),
+        (b"HTTP/1.1 2x1 ???\r\n\r\n", r"^0: POST /e: unreadable reply from the API server"),
+    ],
+    ids=["cut-mid-reply", "garbled"],
+)
+async def test_a_reply_cut_short_or_garbled_is_an_api_error(
+    tls: Any, reply: bytes, message: str
+) -> None:
+    server = Server(lambda head, body: reply, close_after_reply=True)
     listening, pool = await serve(server, tls)
     async with listening:
-        with pytest.raises(ApiError, match=r"^0: POST /e: the API server closed the connection"):
-            await pool.request("POST", "/e", HEADERS, b"{}", 5)
-        await pool.close()
-
-
-async def test_a_garbled_reply_is_an_api_error(tls: Any) -> None:
-    server = Server(lambda head, body: b"HTTP/1.1 2x1 ???\r\n\r\n")
-    listening, pool = await serve(server, tls)
-    async with listening:
-        with pytest.raises(ApiError, match=r"^0: POST /e: unreadable reply from the API server"):
+        with pytest.raises(ApiError, match=message):
             await pool.request("POST", "/e", HEADERS, b"{}", 5)
         await pool.close()
 
