@@ -110,6 +110,17 @@ class NormalizeScorePlugin(Protocol):
 
 
 @runtime_checkable
+class ListNormalizeScorePlugin(Protocol):
+    """``normalize`` on the scores as a list in the nodes' order: the cycle holds them
+    so, and a mapping of 500 nodes built and read back per pod costs more than the
+    rescaling. A plugin with both is asked this one."""
+
+    name: str
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: list[int]) -> list[int]: ...
+
+
+@runtime_checkable
 class ReservePlugin(Protocol):
     name: str
 

@@ -13,6 +13,7 @@ from volsched.scheduling.framework.interfaces import (
     BatchScorePlugin,
     EnqueueExtensions,
     FilterPlugin,
+    ListNormalizeScorePlugin,
     NodeLocalFilter,
     NodeLocalScore,
     NormalizeScorePlugin,
@@ -48,6 +49,7 @@ class ScoreStep:
     normalize: Callable[[CycleState, Pod, dict[str, int]], None] | None
     # The plugin's NodeLocalScore key, when it has one.
     score_key: Callable[[CycleState, Pod], Hashable | None] | None = None
+    normalize_list: Callable[[CycleState, Pod, list[int]], list[int]] | None = None
 
 
 @dataclass(slots=True)
@@ -110,6 +112,7 @@ class Profile:
                 plugin.score_nodes if isinstance(plugin, BatchScorePlugin) else None,
                 plugin.normalize if isinstance(plugin, NormalizeScorePlugin) else None,
                 plugin.score_key if isinstance(plugin, NodeLocalScore) else None,
+                plugin.normalize_scores if isinstance(plugin, ListNormalizeScorePlugin) else None,
             )
             for priority in self.priorities
             for plugin in (priority.plugin,)

@@ -488,7 +488,9 @@ class Scheduler:
                 else:
                     score = priority.plugin.score
                     values = [score(state, pod, info) for info in feasible]
-            if step.normalize is not None:
+            if step.normalize_list is not None:
+                values = step.normalize_list(state, pod, values)
+            elif step.normalize is not None:
                 # Normalizers rewrite the values of the mapping in place, keys unchanged.
                 scores = dict(zip(names, values, strict=True))
                 step.normalize(state, pod, scores)

@@ -28,7 +28,7 @@ from volsched.scheduling.framework.events import (
 )
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
-from volsched.scheduling.plugins.normalize import default_normalize
+from volsched.scheduling.plugins.normalize import default_normalize, normalized
 
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_CONFLICT = "pod affinity terms conflict"
@@ -177,3 +177,6 @@ class NodeAffinity:
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:
         default_normalize(scores, MAX_NODE_SCORE, reverse=False)
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: list[int]) -> list[int]:
+        return normalized(scores, MAX_NODE_SCORE, reverse=False)

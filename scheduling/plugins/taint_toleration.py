@@ -33,7 +33,7 @@ from volsched.scheduling.framework.events import (
 )
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status, unresolvable
-from volsched.scheduling.plugins.normalize import default_normalize
+from volsched.scheduling.plugins.normalize import default_normalize, normalized
 
 _HARD_EFFECTS = (TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_NO_EXECUTE)
 
@@ -120,3 +120,6 @@ class TaintToleration:
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:
         default_normalize(scores, MAX_NODE_SCORE, reverse=True)
+
+    def normalize_scores(self, state: CycleState, pod: Pod, scores: list[int]) -> list[int]:
+        return normalized(scores, MAX_NODE_SCORE, reverse=True)

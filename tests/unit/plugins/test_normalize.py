@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from volsched.scheduling.plugins.normalize import default_normalize
+from volsched.scheduling.plugins.normalize import default_normalize, normalized
 
 
 @pytest.mark.parametrize(
@@ -25,3 +25,7 @@ def test_default_normalize(reverse: bool, raw: list[int], expected: list[int]) -
     scores = {f"n{i}": score for i, score in enumerate(raw)}
     default_normalize(scores, 100, reverse)
     assert list(scores.values()) == expected
+    # The list shape the cycle uses gives the same, and leaves its input alone.
+    given = list(raw)
+    assert normalized(given, 100, reverse) == expected
+    assert given == raw
