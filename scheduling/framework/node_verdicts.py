@@ -27,7 +27,8 @@ Check = tuple[FilterCall, Predicate]
 # The first rejecting predicate and its status, or None when every filter passes.
 Rejection = tuple[Predicate, Status] | None
 # Distinct pod shapes whose memo keys are kept (process-wide, as the nodes' memos are
-# shared by every profile).
+# shared by every profile). A key holds the plugin instances it was made for, so an
+# instance a reload replaced is never mistaken for the one built after it.
 TOKEN_LIMIT = 4096
 _TOKENS: dict[tuple[Hashable, ...], _Token] = {}
 
@@ -44,15 +45,17 @@ def filter_key(profile: Profile, state: CycleState, pod: Pod) -> Hashable | None
     parts: list[Hashable] = ["Filter"]
     skipped = state.skip_filter
     for predicate, key_of in zip(profile.predicates, profile.filter_keys, strict=True):
-        name = predicate.plugin.name
-        if name in skipped:
+        plugin = predicate.plugin
+        if plugin.name in skipped:
             continue
         if key_of is None:
             return None
         key = _asked(key_of, state, pod)
         if key is None:
             return None
-        parts.append((name, key))
+        # The plugin itself, not its name: two profiles' instances may be configured
+        # apart (NodeAffinity's addedAffinity) and judge one pod differently.
+        parts.append((plugin, key))
     return _token(tuple(parts))
 
 
@@ -89,7 +92,7 @@ def score_key(steps: Sequence[ScoreStep], state: CycleState, pod: Pod) -> Hashab
         key = _asked(step.score_key, state, pod)
         if key is None:
             return None
-        parts.append((step.priority.plugin.name, key))
+        parts.append((step.priority.plugin, key))
     return _token(tuple(parts))
 
 

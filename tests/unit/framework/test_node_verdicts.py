@@ -19,8 +19,11 @@ from hypothesis import strategies as st
 
 from tests.support import cluster, node, pod
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.fields import Fields
+from volsched.cache.objects.selectors import parse_node_affinity
 from volsched.scheduling.framework.node_verdicts import filter_key
 from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.node_affinity import AddedAffinity
 from volsched.scheduling.profile_builder import PluginSet, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
@@ -203,3 +206,36 @@ def test_a_pod_of_a_judged_shape_is_judged_from_the_memo() -> None:
     assert second.node is not None
     key = filter_key(scheduler.profile, second.state, cache.pending["default/p2"])
     assert key is not None
+
+
+def test_profiles_configured_apart_do_not_share_kept_verdicts() -> None:
+    """Two profiles over one cache, one with NodeAffinity's addedAffinity: a pod shape
+    judged by one is judged afresh by the other (their plugins are two instances)."""
+    cache = cluster(
+        node("a1", labels={"disk": "a"}),
+        node("b1", labels={"disk": "b"}),
+        pod("p1", cpu="1", spec={"nodeSelector": {"disk": "b"}}),
+        pod("p2", cpu="1", spec={"nodeSelector": {"disk": "b"}}),
+    )
+    confined, plain = scheduler_for(cache, keep=True), scheduler_for(cache, keep=True)
+    affinity = next(
+        p.plugin for p in confined.profile.predicates if p.plugin.name == "NodeAffinity"
+    )
+    required, _ = parse_node_affinity(
+        Fields(
+            {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "disk", "operator": "In", "values": ["a"]}]}
+                    ]
+                }
+            },
+            "NodeAffinityArgs",
+            "NodeAffinity",
+            "addedAffinity",
+        )
+    )
+    affinity.added = AddedAffinity(required)  # type: ignore[attr-defined]
+    affinity._enforced = required  # type: ignore[attr-defined]
+    assert confined.schedule(cache.pending["default/p1"]).node is None
+    assert plain.schedule(cache.pending["default/p2"]).node == "b1"
