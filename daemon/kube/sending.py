@@ -105,14 +105,23 @@ async def send_write(
         async with response:
             return response.status, await response.read()
     pool, prefix = pooled
+    headers, target = await _authenticated(api, prefix + path, query, content_type, accept)
+    data = encoded(body) if body is not None else None
+    return await pool.request(method, target, headers.items(), data, timeout.total or 30.0)
+
+
+async def _authenticated(
+    api: Any, path: str, query: list[tuple[str, str]] | None, content_type: str, accept: str
+) -> tuple[dict[str, str], str]:
+    """The headers the ApiClient's auth settings give — the bearer token re-read or
+    refreshed by the configuration's hook when it has one — and the path with its
+    query."""
     headers = dict(api.default_headers)
     headers["Content-Type"] = content_type
     headers["Accept"] = accept
     params = list(query or [])
     await api.update_params_for_auth(headers, params, ["BearerToken"])
-    target = prefix + path + ("?" + urlencode(params) if params else "")
-    data = encoded(body) if body is not None else None
-    return await pool.request(method, target, headers.items(), data, timeout.total or 30.0)
+    return headers, path + ("?" + urlencode(params) if params else "")
 
 
 async def send(
@@ -126,15 +135,8 @@ async def send(
     accept: str = "application/json",
 ) -> aiohttp.ClientResponse:
     """The response (not yet read); a failed connection or a timeout is an ``ApiError``."""
-    headers = dict(api.default_headers)
-    headers["Content-Type"] = content_type
-    headers["Accept"] = accept
-    params = list(query or [])
-    # The bearer token (re-read or refreshed by the configuration's hook when it has one).
-    await api.update_params_for_auth(headers, params, ["BearerToken"])
-    url = api.configuration.host + path
-    if params:
-        url += "?" + urlencode(params)
+    headers, target = await _authenticated(api, path, query, content_type, accept)
+    url = api.configuration.host + target
     rest = api.rest_client
     options: dict[str, Any] = {}
     if rest.proxy:
