@@ -162,11 +162,17 @@ class KeepAlivePool:
     def _encode(
         self, method: str, target: str, headers: Iterable[tuple[str, str]], body: bytes | None
     ) -> bytes:
-        lines = [f"{method} {target} HTTP/1.1".encode("ascii"), b"Host: " + self.endpoint.authority]
-        for name, value in headers:
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
-                raise ApiError(0, f"{method} {target}: a header holds a line break")
-            lines.append(f"{name}: {value}".encode("latin-1"))
+        try:
+            lines = [
+                f"{method} {target} HTTP/1.1".encode("ascii"),
+                b"Host: " + self.endpoint.authority,
+            ]
+            for name, value in headers:
+                if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+                    raise ApiError(0, f"{method} {target}: a header holds a line break")
+                lines.append(f"{name}: {value}".encode("latin-1"))
+        except UnicodeEncodeError as exc:
+            raise ApiError(0, f"{method} {target}: not sendable in HTTP/1.1: {exc}") from None
         lines.append(b"Content-Length: %d" % (len(body) if body else 0))
         return b"\r\n".join(lines) + b"\r\n\r\n" + (body or b"")
 
