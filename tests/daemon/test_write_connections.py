@@ -213,7 +213,7 @@ def test_a_header_with_a_line_break_is_refused_before_sending() -> None:
     pool = KeepAlivePool(Endpoint("127.0.0.1", 1, None))
     with pytest.raises(ApiError, match="a header holds a line break"):
         pool._encode("POST", "/e", [("Authorization", "Bearer x\r\nX-Evil: 1")], b"{}")
-    with pytest.raises(ApiError, match="not sendable in HTTP/1.1"):
+    with pytest.raises(ApiError, match=r"not sendable in HTTP/1\.1"):
         pool._encode("POST", "/e", [("User-Agent", "volsched ✓")], b"{}")
 
 
