@@ -52,7 +52,6 @@ from volsched.daemon.kube.sending import (
 
 Raw = dict[str, Any]
 # Asks a list for each item's metadata only (kube-apiserver's PartialObjectMetadataList).
-PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 def _watch_event(line: bytes, kind: str) -> Raw:
@@ -194,13 +193,23 @@ class KubeClient:
         timeout = timeout or self.request_timeout
         return await send(self.api, method, path, query, body, content_type, timeout, accept)
 
+    async def _get(self, path: str, **kwargs: Any) -> tuple[int, bytes]:
+        response = await self._call("GET", path, **kwargs)
+        async with response:
+            return response.status, await response.read()
+
+    async def read(self, path: str, query: list[tuple[str, str]], accept: str) -> bytes:
+        """A GET's body undecoded, for a reader of its own (``metadata_lists``)."""
+        status, data = await self._get(path, query=query, accept=accept)
+        if not 200 <= status <= 299:
+            raise _error(status, data)
+        return data
+
     async def _json(self, method: str, path: str, *, reply: bool = True, **kwargs: Any) -> Raw:
         """The decoded answer; with ``reply`` False the answer of a write nobody reads is
         only checked for success (an Event created, a Binding's Status), not decoded."""
         if method == "GET":
-            response = await self._call(method, path, **kwargs)
-            async with response:
-                status, data = response.status, await response.read()
+            status, data = await self._get(path, **kwargs)
         else:  # a write: on a kept-alive connection (``write_connections``)
             status, data = await send_write(
                 self.api, method, path, **kwargs, timeout=self.request_timeout
@@ -239,7 +248,7 @@ class KubeClient:
     ) -> AsyncIterator[tuple[builtins.list[Raw], str]]:
         """A whole list in pages of ``page_size`` (``limit`` / ``continue``): each page
         with the list's resourceVersion. An expired continue token is a ``Gone``.
-        ``accept`` may ask for ``PARTIAL_METADATA`` items (each its ``metadata`` only)."""
+        ``accept`` may ask for ``metadata_lists.PARTIAL_METADATA`` items (each its ``metadata`` only)."""
         token = ""
         while True:
             query = _query(

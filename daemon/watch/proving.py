@@ -16,8 +16,9 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.kube.client import PARTIAL_METADATA, KubeClient
-from volsched.daemon.watch.ingest import object_key
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.metadata_lists import version_pages
+from volsched.daemon.kube.resources import resource
 from volsched.daemon.watch.restart_plan import Proof, ProofCosts, bookmark_wait_left, plan_proofs
 from volsched.daemon.watch.watching import KindWatcher
 
@@ -35,16 +36,14 @@ Listed = tuple[dict[str, str], str]
 async def fetch_metadata(client: KubeClient, costs: ProofCosts, kind: str) -> Listed:
     """Every object's resourceVersion by key, from a PartialObjectMetadataList list, and
     the list's resourceVersion."""
-    namespaced = KINDS[kind].namespaced
     listed: dict[str, str] = {}
     version = ""
-    async for items, page_version in client.list_pages(
-        kind, costs.metadata_page_size, accept=PARTIAL_METADATA
-    ):
-        version = page_version
-        for item in items:
-            meta = item.get("metadata") or {}
-            listed[object_key(item, namespaced)] = str(meta.get("resourceVersion") or "")
+    pages = version_pages(
+        client, resource(kind).path(), KINDS[kind].namespaced, costs.metadata_page_size
+    )
+    async for page in pages:
+        version = page.resource_version
+        listed.update(page.versions)
         await asyncio.sleep(0)
     return listed, version
 
@@ -86,6 +85,11 @@ class MetadataPrefetch:
         except ApiError:
             # Absent CRD, or the server is away: the other proofs find out.
             return None
+
+    def pending(self, kind: str) -> bool:
+        """Whether the kind's list is still on its way."""
+        task = self._tasks.get(kind)
+        return task is not None and not task.done()
 
     def ready(self, kind: str) -> Listed | None:
         """The kind's list if it has arrived."""
@@ -162,7 +166,9 @@ async def prove_current(
 ) -> dict[str, Proof]:
     """Prove every resumed kind current at once; the proof each needed (kinds whose
     watch got there first are left out). Kinds whose prefetched metadata list has
-    arrived and matches are proven first, without a request."""
+    arrived and matches are proven first, without a request; a kind whose list is
+    still on its way waits for it rather than relisting (a list of the names alone,
+    asked for earlier, comes sooner than the whole kind asked for now)."""
     proven: dict[str, Proof] = {}
     resumed = []
     for watcher in watchers:
@@ -174,8 +180,14 @@ async def prove_current(
             proven[watcher.kind] = Proof.METADATA
         else:
             resumed.append(watcher)
-    sizes = {w.kind: sum(1 for _ in cluster.informer_items(w.kind)) for w in resumed}
+    on_the_way = {w.kind for w in resumed if prefetch is not None and prefetch.pending(w.kind)}
+    sizes = {
+        w.kind: sum(1 for _ in cluster.informer_items(w.kind))
+        for w in resumed
+        if w.kind not in on_the_way
+    }
     plan = plan_proofs(sizes, waited_seconds, costs)
+    plan.update(dict.fromkeys(on_the_way, Proof.METADATA))
     proofs = await asyncio.gather(
         *(
             prove_kind(w, plan[w.kind], client, cluster, costs, waited_seconds, relist, prefetch)

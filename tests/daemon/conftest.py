@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from volsched.daemon.kube.client import KubeClient
-from volsched.emulator import ApiServer, write_kubeconfig
+from volsched.emulator import ApiServer
 
 
 @pytest.fixture
 async def client(server: ApiServer, tmp_path: Path) -> AsyncIterator[KubeClient]:
-    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
+    kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
     connected = await KubeClient.connect(str(kubeconfig))
     yield connected
     await connected.close()

@@ -12,7 +12,8 @@ import pytest
 
 from tests.emulator.support import node
 from volsched.cache.cluster import ClusterCache
-from volsched.daemon.kube.client import PARTIAL_METADATA, KubeClient
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.metadata_lists import PARTIAL_METADATA
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.proving import MetadataPrefetch, metadata_matches, prove_current
 from volsched.daemon.watch.restart_plan import Proof, ProofCosts
@@ -170,3 +171,29 @@ async def test_a_metadata_list_fetched_during_the_load_proves_the_kind_at_once(
         await prefetch.close()
     assert proofs == {"Node": Proof.METADATA} and watcher.state.synced
     assert len(server.faults.requests("GET", r"/api/v1/nodes\?")) == lists_before
+
+
+async def test_a_kind_whose_list_is_on_its_way_waits_for_it_rather_than_relisting(
+    server: ApiServer, client: KubeClient
+) -> None:
+    """One node relists sooner than any bookmark (the row above), but its metadata list,
+    asked for during the load and slowed here, is already coming: it proves the kind
+    and no second list of the whole kind is sent."""
+    server.load([node("n1")])
+    cluster, watcher = await resumed_node_watcher(server, client)
+    server.faults.delay_next("GET", r"/api/v1/nodes\?limit", 0.3)
+    prefetch = MetadataPrefetch(client, ProofCosts(), ["Node"])
+    await asyncio.sleep(0.05)
+    assert prefetch.pending("Node")
+
+    async def relist(w: KindWatcher) -> None:
+        raise AssertionError("relisted a kind whose metadata list was on its way")
+
+    try:
+        proofs = await prove_current(
+            [watcher], client, cluster, ProofCosts(), 0.0, relist, prefetch
+        )
+    finally:
+        await prefetch.close()
+    assert proofs == {"Node": Proof.METADATA} and watcher.state.synced
+    assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1
