@@ -1,7 +1,9 @@
 """Warm restart against cold start: how soon a daemon process is ready.
 
-The emulator holds the scenario's objects and bookmarks watches as kube-apiserver does
-(once a minute, or two seconds before a watch's timeoutSeconds).  A *cold* start is a
+The emulator runs in its realistic mode (HTTPS; objects with managedFields and every
+default, as kube-apiserver stores them; ``emulator="zero-cost"`` for the old plain shape)
+and bookmarks watches as kube-apiserver does (once a minute, or two seconds before a
+watch's timeoutSeconds).  A *cold* start is a
 daemon process with an empty database: it lists every kind from the API server before
 it is ready.  A *warm* start is the same process pointed at the database a previous run
 left behind (the run is stopped with SIGTERM, which drains, flushes and keeps the
@@ -114,9 +116,15 @@ def _log_time(stamp: str) -> datetime.datetime:
 
 
 async def _one_start(
-    workdir: Path, database: Path, url: str, settle: bool, profile: Path | None = None
+    workdir: Path,
+    server: ApiServer,
+    database: Path,
+    settle: bool,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
-    daemon = DaemonProcess(workdir, database, url)
+    daemon = DaemonProcess(
+        workdir, database, server.url, certificate_authority=server.certificate_authority
+    )
     await daemon.start()
     profiler = Profiler(daemon.pid, profile) if profile is not None else None
     try:
@@ -141,12 +149,17 @@ async def _one_start(
     return result
 
 
-async def _start_emulator(objects: list[dict[str, Any]], cadence: str) -> tuple[ApiServer, float]:
-    """The emulator holding ``objects``, bookmarking with ``cadence``; and its load time."""
+async def _start_emulator(
+    objects: list[dict[str, Any]], cadence: str, realistic: bool
+) -> tuple[ApiServer, float]:
+    """The emulator holding ``objects``, bookmarking with ``cadence``; and its load time.
+    ``realistic``: over HTTPS, objects as kube-apiserver stores them (managedFields,
+    defaults), as the daemon meets them on a real control plane."""
     server = ApiServer(
         ControllerSettings.none(),
         bookmark_interval_seconds=KUBE_APISERVER_BOOKMARK_SECONDS,
         bookmark_cadence=cadence,
+        realistic=realistic,
     )
     await server.start()
     started = time.perf_counter()
@@ -170,17 +183,18 @@ async def run_restart(
     profile: bool = False,
     cadence: str = "apiserver",
     local_pvs_per_node: int = 0,
+    emulator: str = "realistic",
 ) -> dict[str, Any]:
     objects = [*generate(scenario), *_local_pvs(scenario.nodes, local_pvs_per_node)]
-    server, load_seconds = await _start_emulator(objects, cadence)
+    server, load_seconds = await _start_emulator(objects, cadence, emulator == "realistic")
     cold: list[dict[str, Any]] = []
     warm: list[dict[str, Any]] = []
     database = workdir / "restart.db"
     try:
         for _ in range(repeats):
             _remove_database(database)
-            cold.append(await _one_start(workdir, database, server.url, settle=True))
-            warm.append(await _one_start(workdir, database, server.url, settle=False))
+            cold.append(await _one_start(workdir, server, database, settle=True))
+            warm.append(await _one_start(workdir, server, database, settle=False))
         profiles = {}
         if profile:
             # Separate runs: a profiler slows what it watches.
@@ -188,7 +202,7 @@ async def run_restart(
                 if kind == "cold":
                     _remove_database(database)
                 run = await _one_start(
-                    workdir, database, server.url, False, workdir / f"profile-{kind}-start.txt"
+                    workdir, server, database, False, workdir / f"profile-{kind}-start.txt"
                 )
                 profiles[kind] = run.get("profile", {})
     finally:
@@ -206,6 +220,7 @@ async def run_restart(
             "local_pvs_per_node": local_pvs_per_node,
         },
         "bookmark_cadence": cadence,
+        "emulator": emulator,
         "objects": len(objects),
         "object_kinds": object_counts(objects),
         "emulator_load_seconds": round(load_seconds, 2),
@@ -253,6 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--cadence", default="apiserver", choices=("apiserver", "interval"))
+    parser.add_argument("--emulator", default="realistic", choices=("realistic", "zero-cost"))
     args = parser.parse_args(argv)
     scenario = Scenario(
         nodes=args.nodes,
@@ -270,6 +286,7 @@ def main(argv: list[str] | None = None) -> None:
                 False,
                 args.cadence,
                 args.local_pvs_per_node,
+                args.emulator,
             )
         )
     json.dump(result, sys.stdout, indent=2)

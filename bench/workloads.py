@@ -550,20 +550,23 @@ def replicas(ctx: Context) -> Outcome:
 
 def warm_restart(ctx: Context) -> Outcome:
     """Process start to ready: warm (database of the scenario's objects) vs cold (relist),
-    against an emulator bookmarking as kube-apiserver does, on a small cluster (300 nodes,
-    1,000 pods) and a large one (50,003 objects)."""
+    against the realistic emulator (HTTPS, managedFields, kube-apiserver's bookmark
+    cadence), on a small cluster (300 nodes, 1,000 pods) and a large one (50,003 objects)."""
     small_nodes, small_pods = (30, 100) if ctx.quick else (300, 1000)
     nodes, repeats = (50, 1) if ctx.quick else (5000, 3)
     small = Scenario(
         nodes=small_nodes, shape="wffc", pvs_per_node=0, initial_pods=small_pods, measured_pods=0
     )
     ctx.log(f"warm-restart: {small_nodes} nodes, {small_pods} pods, {repeats} repeat(s)")
-    small_result = asyncio.run(run_restart(small, repeats, ctx.workdir))
+    emulator = ctx.e2e.emulator
+    small_result = asyncio.run(run_restart(small, repeats, ctx.workdir, emulator=emulator))
     scenario = Scenario(
         nodes=nodes, shape="wffc", pvs_per_node=8, initial_pods=nodes, measured_pods=0
     )
     ctx.log(f"warm-restart: {nodes} nodes, {repeats} repeat(s)")
-    result = asyncio.run(run_restart(scenario, repeats, ctx.workdir, ctx.profile))
+    result = asyncio.run(
+        run_restart(scenario, repeats, ctx.workdir, ctx.profile, emulator=emulator)
+    )
     result["small"] = small_result
     png = plots.bars(
         [
