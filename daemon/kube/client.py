@@ -193,14 +193,11 @@ class KubeClient:
         timeout = timeout or self.request_timeout
         return await send(self.api, method, path, query, body, content_type, timeout, accept)
 
-    async def _get(self, path: str, **kwargs: Any) -> tuple[int, bytes]:
+    async def read(self, path: str, **kwargs: Any) -> bytes:
+        """A GET's body undecoded: ``_json`` decodes it, ``metadata_lists`` reads its own."""
         response = await self._call("GET", path, **kwargs)
         async with response:
-            return response.status, await response.read()
-
-    async def read(self, path: str, query: list[tuple[str, str]], accept: str) -> bytes:
-        """A GET's body undecoded, for a reader of its own (``metadata_lists``)."""
-        status, data = await self._get(path, query=query, accept=accept)
+            status, data = response.status, await response.read()
         if not 200 <= status <= 299:
             raise _error(status, data)
         return data
@@ -209,13 +206,13 @@ class KubeClient:
         """The decoded answer; with ``reply`` False the answer of a write nobody reads is
         only checked for success (an Event created, a Binding's Status), not decoded."""
         if method == "GET":
-            status, data = await self._get(path, **kwargs)
+            status, data = 200, await self.read(path, **kwargs)
         else:  # a write: on a kept-alive connection (``write_connections``)
             status, data = await send_write(
                 self.api, method, path, **kwargs, timeout=self.request_timeout
             )
-        if not 200 <= status <= 299:
-            raise _error(status, data)
+            if not 200 <= status <= 299:
+                raise _error(status, data)
         if not reply:
             return {}
         body = strip_body(decoded(data, f"{method} {path}")) if data else {}
@@ -339,11 +336,8 @@ class KubeClient:
         """A merge patch; ``strategic`` for lists merged by key (pod conditions)."""
         self._may("patch", f"{kind}/{subresource}" if subresource else kind)
         path = resource(kind).path(namespace, name, subresource)
-        content_type = (
-            "application/strategic-merge-patch+json"
-            if strategic
-            else "application/merge-patch+json"
-        )
+        kind_of_patch = "strategic-merge" if strategic else "merge"
+        content_type = f"application/{kind_of_patch}-patch+json"
         return await self._json("PATCH", path, body=dict(patch), content_type=content_type)
 
     async def create(

@@ -77,7 +77,7 @@ def versions_page(data: bytes, namespaced: bool, what: str) -> VersionsPage:
 class BodyReader(Protocol):
     """Reads a GET's raw body (``KubeClient.read``)."""
 
-    async def read(self, path: str, query: list[tuple[str, str]], accept: str) -> bytes: ...
+    async def read(self, path: str, *, query: list[tuple[str, str]], accept: str) -> bytes: ...
 
 
 async def version_pages(
@@ -89,7 +89,9 @@ async def version_pages(
         query = [("limit", str(page_size))]
         if token:
             query.append(("continue", token))
-        page = versions_page(await client.read(path, query, PARTIAL_METADATA), namespaced, path)
+        page = versions_page(
+            await client.read(path, query=query, accept=PARTIAL_METADATA), namespaced, path
+        )
         yield page
         token = page.continue_token
         if not token:
