@@ -84,7 +84,8 @@ def remembered_rejection(
 
 
 def score_key(steps: Sequence[ScoreStep], state: CycleState, pod: Pod) -> Hashable | None:
-    """The key of the raw-score rows of ``steps`` (each node-local), or None."""
+    """The key of the score rows of ``steps`` (each node-local), or None. The weights
+    are part of it: a row holds the weighted sum of its plain scores."""
     parts: list[Hashable] = ["Score"]
     for step in steps:
         if step.score_key is None:
@@ -92,27 +93,36 @@ def score_key(steps: Sequence[ScoreStep], state: CycleState, pod: Pod) -> Hashab
         key = _asked(step.score_key, state, pod)
         if key is None:
             return None
-        parts.append((step.priority.plugin, key))
+        parts.append((step.priority.plugin, step.priority.weight, key))
     return _token(tuple(parts))
 
 
-def raw_score_columns(
+def score_rows(
     key: Hashable, steps: Sequence[ScoreStep], state: CycleState, pod: Pod, nodes: list[NodeInfo]
-) -> list[list[int]]:
-    """Each step's raw scores of ``nodes``, in order; a node's row is computed only when
-    its memo has none for ``key``."""
+) -> list[tuple[int, ...]]:
+    """Each node's row for ``steps``: first the weighted sum of the steps that are not
+    normalized, then every step's raw score, in order. A node's row is computed only
+    when its memo has none for ``key``."""
     rows: list[tuple[int, ...] | None] = [node.memo.get(key) for node in nodes]
     # The few nodes that changed since, found by list.index (in C), not by a walk.
     index = -1
     while None in rows:
         index = rows.index(None, index + 1)
         node = nodes[index]
-        rows[index] = node.remember(
-            key, tuple(_one_score(step, state, pod, node) for step in steps)
-        )
-    if not rows:
-        return [[] for _ in steps]
-    return [list(column) for column in zip(*rows, strict=True)]
+        rows[index] = node.remember(key, _row(steps, state, pod, node))
+    return rows  # type: ignore[return-value]  # no None is left
+
+
+def _row(
+    steps: Sequence[ScoreStep], state: CycleState, pod: Pod, node: NodeInfo
+) -> tuple[int, ...]:
+    raw = [_one_score(step, state, pod, node) for step in steps]
+    plain = sum(
+        value * step.priority.weight
+        for step, value in zip(steps, raw, strict=True)
+        if step.normalize is None and step.normalize_list is None
+    )
+    return (plain, *raw)
 
 
 def _one_score(step: ScoreStep, state: CycleState, pod: Pod, node: NodeInfo) -> int:

@@ -12,8 +12,6 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import add, mul
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import UNKNOWN, NodeInfo
@@ -28,11 +26,10 @@ from volsched.scheduling.framework.node_verdicts import (
     active_checks,
     filter_key,
     first_rejection,
-    raw_score_columns,
     remembered_rejection,
-    score_key,
 )
-from volsched.scheduling.framework.profile import Predicate, Profile, ScoreStep
+from volsched.scheduling.framework.profile import Predicate, Profile
+from volsched.scheduling.framework.scoring import best, score
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated_state
 
@@ -62,8 +59,9 @@ class Decision:
     rejected_by: dict[str, str] = field(default_factory=dict)
     scores: dict[str, int] = field(default_factory=dict)
     # Each priority's normalized scores, in the order of ``scores`` (``score_parts``
-    # turns them per node).
-    priority_scores: dict[str, list[int]] = field(default_factory=dict)
+    # turns them per node): worked out by ``priority_source`` when first read.
+    priority_source: Callable[[], dict[str, list[int]]] | None = None
+    _priority_scores: dict[str, list[int]] | None = None
     # The nodes the filters were run on, in order (``evaluated`` names them): kept as
     # the nodes, since naming 500 of them costs more than the cycle's lookups.
     evaluated_nodes: list[NodeInfo] = field(default_factory=list)
@@ -91,8 +89,16 @@ class Decision:
         self.unresolvable_nodes = set()
         self.evaluated_nodes = []
         self.scores = {}
-        self.priority_scores = {}
+        self.priority_source = None
+        self._priority_scores = None
         self.feasible = []
+
+    @property
+    def priority_scores(self) -> dict[str, list[int]]:
+        if self._priority_scores is None:
+            source, self.priority_source = self.priority_source, None
+            self._priority_scores = source() if source is not None else {}
+        return self._priority_scores
 
     @property
     def evaluated(self) -> list[str]:
@@ -299,14 +305,20 @@ class Scheduler:
         feasible = decision.feasible
         started = self.clock_ns()
         try:
-            self._score(decision.state, decision.pod, feasible, decision)
+            scored = score(self.profile.score_steps, decision.state, decision.pod, feasible)
         except Exception as exc:
             decision.error = decision.message = _crashed("Score", exc).message
             return
-        for name, extra in (extra_scores or {}).items():
-            if name in decision.scores:
-                decision.scores[name] += extra
-        decision.node = self._select_host(feasible, decision.scores)
+        decision.scores = dict(zip(scored.names, scored.totals, strict=True))
+        decision.priority_source = scored.by_priority
+        if extra_scores:
+            for name, extra in extra_scores.items():
+                if name in decision.scores:
+                    decision.scores[name] += extra
+            totals = decision.scores
+            decision.node = best(list(totals), list(totals.values()), self.rng)
+        else:
+            decision.node = best(scored.names, scored.totals, self.rng)
         decision.phases.append(("Score", started, self.clock_ns()))
 
     def _run_pre_filters(
@@ -459,72 +471,6 @@ class Scheduler:
         decision.failed_plugins.add(predicate.plugin.name)
         if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             decision.unresolvable_nodes.add(node)
-
-    def _score(
-        self, state: CycleState, pod: Pod, feasible: list[NodeInfo], decision: Decision
-    ) -> None:
-        # Lists in the order of ``feasible``: cheaper than a dictionary per priority.
-        names = [info.name for info in feasible]
-        totals = [0] * len(feasible)
-        # Every PreScore first: the node-local steps are then scored together.
-        skipped: set[int] = set()
-        for configured in self.profile.score_steps:
-            if configured.pre_score is not None:
-                status = configured.pre_score(state, pod, feasible)
-                if status.code is Code.SKIP:
-                    skipped.add(id(configured))
-        running = [step for step in self.profile.score_steps if id(step) not in skipped]
-        raw = self._node_local_scores(running, state, pod, feasible)
-        by_priority: dict[str, list[int]] = {}
-        for step in self.profile.score_steps:
-            if id(step) in skipped:
-                by_priority[step.priority.policy_name] = [0] * len(feasible)
-                continue
-            priority = step.priority
-            values = raw.get(id(step))
-            if values is None:
-                if step.score_nodes is not None:
-                    values = step.score_nodes(state, pod, feasible)
-                else:
-                    score = priority.plugin.score
-                    values = [score(state, pod, info) for info in feasible]
-            if step.normalize_list is not None:
-                values = step.normalize_list(state, pod, values)
-            elif step.normalize is not None:
-                # Normalizers rewrite the values of the mapping in place, keys unchanged.
-                scores = dict(zip(names, values, strict=True))
-                step.normalize(state, pod, scores)
-                values = list(scores.values())
-            by_priority[priority.policy_name] = values
-            weight = priority.weight
-            if len(values) != len(totals):
-                raise ValueError(
-                    f"{priority.policy_name} scored {len(values)} of {len(totals)} nodes"
-                )
-            # map over operator's functions: the sums run in C, not a comprehension.
-            if weight != 1:
-                values = list(map(mul, values, repeat(weight, len(values))))
-            totals = list(map(add, totals, values))
-        decision.scores = dict(zip(names, totals, strict=True))
-        decision.priority_scores = by_priority
-
-    @staticmethod
-    def _node_local_scores(
-        steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[NodeInfo]
-    ) -> dict[int, list[int]]:
-        """The raw scores of the node-local steps (by ``id`` of the step), read from the
-        rows kept on each node when this pod's shape was scored there before."""
-        local = [step for step in steps if step.score_key is not None]
-        key = score_key(local, state, pod) if local else None
-        if key is None:
-            return {}
-        columns = raw_score_columns(key, local, state, pod, feasible)
-        return {id(step): column for step, column in zip(local, columns, strict=True)}
-
-    def _select_host(self, feasible: list[NodeInfo], totals: dict[str, int]) -> str:
-        best = max(totals.values())
-        ties = [name for name, total in totals.items() if total == best]
-        return ties[0] if len(ties) == 1 else self.rng.choice(ties)
 
 
 def _crashed(point: str, exc: Exception) -> Status:

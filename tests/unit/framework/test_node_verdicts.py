@@ -9,6 +9,7 @@ other (the memo is read) and when a node has just taken a pod (its memo is gone)
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import random
 from typing import Any
@@ -239,3 +240,44 @@ def test_profiles_configured_apart_do_not_share_kept_verdicts() -> None:
     affinity._enforced = required  # type: ignore[attr-defined]
     assert confined.schedule(cache.pending["default/p1"]).node is None
     assert plain.schedule(cache.pending["default/p2"]).node == "b1"
+
+
+def test_profiles_weighted_apart_do_not_share_score_rows() -> None:
+    """A kept row holds the weighted sum of its plain scores: a profile whose weights
+    differ, even over the very same plugin instances, sums its own rows, and every
+    total is its priorities' scores times its weights."""
+    cache = cluster(
+        node("small", cpu="2", labels={"spot": "yes"}),
+        node("medium", cpu="8"),
+        node("large", cpu="32"),
+        pod("p1", cpu="1"),
+        pod("p2", cpu="1"),
+        pod("p3", cpu="1"),
+    )
+    first = scheduler_for(cache, keep=True)
+    reweighted = copy.copy(first.profile)
+    weights = {"NodeResourcesFit": 7, "NodeResourcesBalancedAllocation": 3}
+    reweighted.score_steps = [
+        dataclasses.replace(
+            step,
+            priority=dataclasses.replace(
+                step.priority,
+                weight=weights.get(step.priority.policy_name, step.priority.weight),
+            ),
+        )
+        for step in first.profile.score_steps
+    ]
+    second = Scheduler(cache, reweighted, random.Random(7))
+    for scheduler, name in ((first, "p1"), (second, "p2"), (first, "p3")):
+        decision = scheduler.schedule(cache.pending[f"default/{name}"])
+        weight_of = {
+            s.priority.policy_name: s.priority.weight for s in scheduler.profile.score_steps
+        }
+        expected = {
+            node_name: sum(
+                weight_of[p] * values[i] for p, values in decision.priority_scores.items()
+            )
+            for i, node_name in enumerate(decision.scores)
+        }
+        assert decision.scores == expected, name
+        assert len(set(expected.values())) > 1, "the weights must tell the nodes apart"

@@ -1,0 +1,126 @@
+"""The Score phase of one cycle: every priority's scores of the feasible nodes, weighted
+and summed, and the best node.
+
+A cycle scores hundreds of nodes (kube-scheduler's adaptive share of a large cluster)
+and most of the daemon's time per pod goes here, so the work is laid out for the common
+case. The node-local priorities (``NodeLocalScore``) keep one row per node in its memo
+under the pod's shape (``node_verdicts.score_rows``); the weighted sum of those that are
+not normalized is kept in the row itself, so a repeat of the shape starts its totals
+from one column. Each priority's own scores are worked out only when someone reads them
+(``Scored.by_priority``: the explain page, the decisions page), not for every pod.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import repeat
+from operator import add, mul
+
+from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.cycle_state import CycleState
+from volsched.scheduling.framework.node_verdicts import score_key, score_rows
+from volsched.scheduling.framework.profile import ScoreStep
+from volsched.scheduling.framework.status import Code
+
+
+@dataclass(slots=True)
+class Scored:
+    """The totals of the feasible nodes, in their order, and how to name each
+    priority's part of them."""
+
+    names: list[str]
+    totals: list[int]
+    by_priority: Callable[[], dict[str, list[int]]]
+
+
+def score(steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[NodeInfo]) -> Scored:
+    count = len(feasible)
+    skipped: set[int] = set()
+    for step in steps:
+        if step.pre_score is not None:
+            status = step.pre_score(state, pod, feasible)
+            if status.code is Code.SKIP:
+                skipped.add(id(step))
+    running = [step for step in steps if id(step) not in skipped]
+    local = [step for step in running if step.score_key is not None]
+    key = score_key(local, state, pod) if local else None
+    rows: list[tuple[int, ...]] = []
+    if key is None:
+        local = []
+        totals = [0] * count
+    else:
+        rows = score_rows(key, local, state, pod, feasible)
+        totals = [row[0] for row in rows]
+    # Each priority's normalized scores, by id of its step, where they were computed.
+    normalized: dict[int, list[int]] = {}
+    for column, step in enumerate(local, 1):
+        if _normalizes(step):
+            normalized[id(step)] = [row[column] for row in rows]
+    for step in running:
+        if step.score_key is not None and key is not None and not _normalizes(step):
+            continue  # summed into the rows
+        values = normalized.get(id(step))
+        if values is None:
+            values = _ask(step, state, pod, feasible)
+        values = _normalize(step, state, pod, feasible, values)
+        if len(values) != count:
+            raise ValueError(f"{step.priority.policy_name} scored {len(values)} of {count} nodes")
+        normalized[id(step)] = values
+        weight = step.priority.weight
+        if weight != 1:
+            values = list(map(mul, values, repeat(weight, count)))
+        # map over operator's functions: the sums run in C, not a comprehension.
+        totals = list(map(add, totals, values))
+    names = [info.name for info in feasible]
+    plain = {id(step): column for column, step in enumerate(local, 1) if not _normalizes(step)}
+
+    def by_priority() -> dict[str, list[int]]:
+        parts: dict[str, list[int]] = {}
+        for step in steps:
+            name = step.priority.policy_name
+            if id(step) in skipped:
+                parts[name] = [0] * count
+            elif id(step) in plain:
+                column = plain[id(step)]
+                parts[name] = [row[column] for row in rows]
+            else:
+                parts[name] = normalized[id(step)]
+        return parts
+
+    return Scored(names, totals, by_priority)
+
+
+def best(names: list[str], totals: list[int], rng: random.Random) -> str:
+    """The node of the highest total; among equals, one at random (upstream's
+    selectHost samples its ties the same way: each equally likely)."""
+    top = max(totals)
+    if totals.count(top) == 1:
+        return names[totals.index(top)]
+    return rng.choice([name for name, total in zip(names, totals, strict=True) if total == top])
+
+
+def _normalizes(step: ScoreStep) -> bool:
+    return step.normalize_list is not None or step.normalize is not None
+
+
+def _ask(step: ScoreStep, state: CycleState, pod: Pod, feasible: list[NodeInfo]) -> list[int]:
+    if step.score_nodes is not None:
+        return step.score_nodes(state, pod, feasible)
+    plugin_score = step.priority.plugin.score
+    return [plugin_score(state, pod, info) for info in feasible]
+
+
+def _normalize(
+    step: ScoreStep, state: CycleState, pod: Pod, feasible: list[NodeInfo], values: list[int]
+) -> list[int]:
+    if step.normalize_list is not None:
+        return step.normalize_list(state, pod, values)
+    if step.normalize is not None:
+        # Normalizers rewrite the values of the mapping in place, keys unchanged.
+        scores = dict(zip((info.name for info in feasible), values, strict=True))
+        step.normalize(state, pod, scores)
+        return list(scores.values())
+    return values

@@ -1,0 +1,55 @@
+"""Choosing among the scored nodes: the highest total, ties at random and each tie
+equally likely; and each priority's part worked out only when read."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from tests.support import cluster, node, pod
+from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.framework.scoring import best
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import default_profile
+
+BEST = [
+    pytest.param(["a", "b", "c"], [10, 30, 20], {"b"}, id="one highest"),
+    pytest.param(["a", "b", "c"], [30, 10, 30], {"a", "c"}, id="a tie among two"),
+    pytest.param(["a"], [0], {"a"}, id="one node"),
+    pytest.param(["a", "b"], [-5, -1], {"b"}, id="negative totals"),
+]
+
+
+@pytest.mark.parametrize(("names", "totals", "allowed"), BEST)
+def test_the_best_node_is_one_of_the_highest(
+    names: list[str], totals: list[int], allowed: set[str]
+) -> None:
+    picked = Counter(best(names, totals, random.Random(seed)) for seed in range(400))
+    assert set(picked) == allowed
+    # Each tie comes up about as often as the others (400 draws, two ties: ≥ 150 each).
+    assert min(picked.values()) >= 400 // len(allowed) * 3 // 4
+
+
+def test_a_single_best_node_does_not_draw_from_the_random_source() -> None:
+    rng = random.Random(3)
+    state = rng.getstate()
+    assert best(["a", "b"], [1, 2], rng) == "b"
+    assert rng.getstate() == state
+
+
+def test_each_priority_part_is_worked_out_when_read_and_dropped_with_the_diagnosis() -> None:
+    cache = cluster(node("a", cpu="2"), node("b", cpu="16"), pod("p", cpu="1"))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    decision = Scheduler(cache, profile, random.Random(1)).schedule(cache.pending["default/p"])
+    assert decision.node == "b"
+    assert decision.priority_source is not None
+    parts = decision.score_parts
+    assert decision.priority_source is None
+    assert parts["b"]["NodeResourcesFit"] > parts["a"]["NodeResourcesFit"]
+    weights = {p.policy_name: p.weight for p in profile.priorities}
+    for name, total in decision.scores.items():
+        assert total == sum(weights[p] * v for p, v in parts[name].items())
+    decision.forget_diagnosis()
+    assert decision.priority_scores == {} and decision.score_parts == {}
