@@ -7,7 +7,7 @@ scheduler's per-node checks are dictionary look-ups.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 from volsched.cache.objects.fields import INT32, Fields, Raw
@@ -427,3 +427,39 @@ def parse_pod(raw: Raw) -> Pod:
         ),
         resource_claims=tuple(claim.str("name") for claim in spec.items("resourceClaims")),
     )
+
+
+def parse_pod_after(raw: Raw, previous: Pod, previous_spec: object) -> Pod:
+    """``parse_pod(raw)``, reading only metadata and status when ``raw`` is ``previous``
+    changed no further than its ``spec.nodeName``, its metadata apart from labels, and
+    its status — the MODIFIED event of every pod the scheduler binds. ``previous_spec``
+    is the spec ``previous`` was parsed from. Everything a pod's spec and labels decide
+    (requests, affinity, spread, tolerations, volumes) is taken from ``previous``; any
+    other difference parses the whole pod."""
+    spec = raw.get("spec")
+    if (
+        not isinstance(spec, dict)
+        or not isinstance(previous_spec, dict)
+        or _without_node_name(spec) != _without_node_name(previous_spec)
+    ):
+        return parse_pod(raw)
+    meta = parse_meta(raw.get("metadata"), "Pod", namespaced=True)
+    if meta.labels != previous.meta.labels or meta.namespace != previous.meta.namespace:
+        return parse_pod(raw)
+    status = Fields(raw.get("status"), "Pod", meta.name, "status")
+    return replace(
+        previous,
+        meta=meta,
+        node_name=Fields(spec, "Pod", meta.name, "spec").str("nodeName"),
+        phase=status.str("phase", "Pending") or "Pending",
+        scheduled_reason=_scheduled_reason(status),
+        nominated_node_name=status.str("nominatedNodeName"),
+        start_time=status.timestamp("startTime"),
+        disruption_reason=_disruption_reason(status),
+    )
+
+
+def _without_node_name(spec: dict[str, object]) -> dict[str, object]:
+    if "nodeName" not in spec:
+        return spec
+    return {key: value for key, value in spec.items() if key != "nodeName"}

@@ -27,7 +27,7 @@ import orjson
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ObjectError
-from volsched.cache.objects.core import Node, Pod
+from volsched.cache.objects.core import Node, Pod, parse_pod, parse_pod_after
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store.flushing import dumps
 from volsched.daemon.queue.queueing import SchedulingQueue
@@ -124,6 +124,10 @@ class Ingest:
         # assigned, before the cache takes the change: shadow mode judges the other
         # scheduler's choice against the cluster as it was when that choice was made.
         self.on_pod_bound: Callable[[Pod, Pod], None] | None = None
+        # Each of our unbound pods' spec, as received, and the view parsed from it: the
+        # event of its binding changes only spec.nodeName, metadata and status, and
+        # ``parse_pod_after`` reads just those.
+        self._unbound: dict[str, tuple[object, Pod]] = {}
 
     def keep_raw(self, *kinds: str) -> None:
         """Keep these kinds' accepted JSON too (HTTP extenders are sent whole pods and
@@ -144,12 +148,22 @@ class Ingest:
 
     def _parse(self, kind: str, raw: Mapping[str, Any]) -> Any | None:
         try:
+            if kind == "Pod":
+                return self._parse_pod(raw)
             return KINDS[kind].parse(raw)
         except ObjectError as exc:
             log.warning("skipping a malformed object: %s", exc)
             if self._on_error is not None:
                 self._on_error(kind)
             return None
+
+    def _parse_pod(self, raw: Mapping[str, Any]) -> Pod:
+        held = self._unbound.pop(object_key(raw, True), None) if self._unbound else None
+        body = dict(raw) if not isinstance(raw, dict) else raw
+        pod = parse_pod(body) if held is None else parse_pod_after(body, held[1], held[0])
+        if self.ours(pod):
+            self._unbound[pod.meta.key] = (raw.get("spec"), pod)
+        return pod
 
     def ours(self, pod: Pod) -> bool:
         return (
@@ -209,6 +223,8 @@ class Ingest:
         old = self.cluster.get(kind, key)
         assumed_on = self.cluster.assumed_pods.get(key, "") if kind == "Pod" else ""
         self.cluster.delete(kind, key)
+        if kind == "Pod":
+            self._unbound.pop(key, None)
         if kind in self.raw:
             self.raw[kind].pop(key, None)
         if persist and self.store is not None:

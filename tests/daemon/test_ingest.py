@@ -13,6 +13,7 @@ from tests.integration.objects import claim, local_pv, node, pod, storage_node
 from tests.support import pod as placed_pod
 from tests.unit.longhorn.objects import longhorn_node
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.objects.core import parse_pod
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.framework.events import ClusterEvent
@@ -156,3 +157,23 @@ def test_an_assumed_pod_deleted_frees_its_node() -> None:
     cluster.assume_pod(cluster.pods["default/web"], "node-1")
     ingest.delete_key("Pod", "default/web")
     assert queue.events == ["NodeAdd", "AssignedPodDelete"]
+
+
+def test_a_bound_pod_is_cached_as_parsing_it_whole_would_and_forgotten_after() -> None:
+    """The binding's event is read from metadata and status (the spec parsed when the
+    pod was pending is reused); the cache holds what a whole parse gives, and nothing
+    of the pod is kept once it is bound or gone."""
+    cluster = ClusterCache()
+    ingest = Ingest(cluster, None, "volsched")
+    ingest.upsert("Node", node("node-1"))
+    for name in ("web", "db"):
+        pending = at_version(pod(name, cpu="250m"), 10, app=name)
+        ingest.upsert("Pod", pending)
+    bound = at_version(pod("web", cpu="250m"), 11, app="web")
+    bound["spec"]["nodeName"] = "node-1"
+    bound["status"] = {"phase": "Running", "startTime": "2026-01-02T00:00:00Z"}
+    ingest.upsert("Pod", bound)
+    assert cluster.pods["default/web"] == parse_pod(bound)
+    assert cluster.nodes["node-1"].requested["cpu"] == 250
+    ingest.delete_key("Pod", "default/db")
+    assert ingest._unbound == {}
