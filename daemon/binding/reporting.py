@@ -38,10 +38,6 @@ def _timestamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _micro_timestamp(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 class Reporter:
     def __init__(
         self,
@@ -60,7 +56,9 @@ class Reporter:
     def event_body(
         self, pod: Pod, event_type: str, reason: str, action: str, message: str
     ) -> dict[str, object]:
-        now = self.clock()
+        moment = datetime.fromtimestamp(self.clock(), UTC)
+        # One formatting for the three stamps: second precision, and eventTime's micro.
+        second = moment.strftime("%Y-%m-%dT%H:%M:%S")
         return {
             "apiVersion": "v1",
             "kind": "Event",
@@ -84,9 +82,9 @@ class Reporter:
             "source": {"component": pod.scheduler_name or self.scheduler_name},
             "reportingComponent": pod.scheduler_name or self.scheduler_name,
             "reportingInstance": self.instance,
-            "firstTimestamp": _timestamp(now),
-            "lastTimestamp": _timestamp(now),
-            "eventTime": _micro_timestamp(now),
+            "firstTimestamp": f"{second}Z",
+            "lastTimestamp": f"{second}Z",
+            "eventTime": f"{second}.{moment.microsecond:06d}Z",
             "count": 1,
         }
 

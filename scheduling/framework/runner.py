@@ -29,7 +29,7 @@ from volsched.scheduling.framework.node_verdicts import (
     remembered_rejection,
 )
 from volsched.scheduling.framework.profile import Predicate, Profile
-from volsched.scheduling.framework.scoring import best, score
+from volsched.scheduling.framework.scoring import Scored, best, score
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated_state
 
@@ -57,10 +57,11 @@ class Decision:
     error: str | None = None
     filtered: dict[str, list[str]] = field(default_factory=dict)
     rejected_by: dict[str, str] = field(default_factory=dict)
-    scores: dict[str, int] = field(default_factory=dict)
-    # Each priority's normalized scores, in the order of ``scores`` (``score_parts``
-    # turns them per node): worked out by ``priority_source`` when first read.
-    priority_source: Callable[[], dict[str, list[int]]] | None = None
+    # What the Score phase worked out, in the order of the feasible nodes: ``scores``
+    # and ``priority_scores`` are built from it when first read (the explain and
+    # decisions pages, extenders), never by the loop itself.
+    scored: Scored | None = None
+    _scores: dict[str, int] | None = None
     _priority_scores: dict[str, list[int]] | None = None
     # The nodes the filters were run on, in order (``evaluated`` names them): kept as
     # the nodes, since naming 500 of them costs more than the cycle's lookups.
@@ -88,16 +89,31 @@ class Decision:
         self.rejected_plugin = {}
         self.unresolvable_nodes = set()
         self.evaluated_nodes = []
-        self.scores = {}
-        self.priority_source = None
+        self.scored = None
+        self._scores = None
         self._priority_scores = None
         self.feasible = []
 
     @property
+    def scores(self) -> dict[str, int]:
+        """The weighted total of each feasible node (with the extenders' scores)."""
+        if self._scores is None:
+            scored = self.scored
+            self._scores = (
+                {} if scored is None else dict(zip(scored.names(), scored.totals, strict=True))
+            )
+        return self._scores
+
+    @scores.setter
+    def scores(self, totals: dict[str, int]) -> None:
+        self._scores = totals
+
+    @property
     def priority_scores(self) -> dict[str, list[int]]:
+        """Each priority's normalized scores, in the order of ``scores``."""
         if self._priority_scores is None:
-            source, self.priority_source = self.priority_source, None
-            self._priority_scores = source() if source is not None else {}
+            scored = self.scored
+            self._priority_scores = {} if scored is None else scored.by_priority()
         return self._priority_scores
 
     @property
@@ -309,8 +325,7 @@ class Scheduler:
         except Exception as exc:
             decision.error = decision.message = _crashed("Score", exc).message
             return
-        decision.scores = dict(zip(scored.names, scored.totals, strict=True))
-        decision.priority_source = scored.by_priority
+        decision.scored = scored
         if extra_scores:
             for name, extra in extra_scores.items():
                 if name in decision.scores:
@@ -318,7 +333,7 @@ class Scheduler:
             totals = decision.scores
             decision.node = best(list(totals), list(totals.values()), self.rng)
         else:
-            decision.node = best(scored.names, scored.totals, self.rng)
+            decision.node = scored.best(self.rng)
         decision.phases.append(("Score", started, self.clock_ns()))
 
     def _run_pre_filters(
@@ -376,7 +391,6 @@ class Scheduler:
         verdict_key = filter_key(self.profile, state, pod)
         feasible: list[NodeInfo] = []
         start = 0 if every else self.next_start_node_index % count
-        ordered = nodes[start:] + nodes[:start] if start else nodes
         nominated = self.nominated
         crowded_nodes = nominated.nodes if nominated is not None else {}
         # Kept verdicts are read a batch at a time; with nominated pods about, node by
@@ -386,7 +400,8 @@ class Scheduler:
         # Batches of as many nodes as feasible ones are still wanted: the cycle stops
         # after the same node as a node-by-node walk would.
         while processed < count and len(feasible) < wanted:
-            batch = ordered[processed : processed + wanted - len(feasible)]
+            size = min(wanted - len(feasible), count - processed)
+            batch = _window(nodes, start + processed, size)
             if batch_key is not None:
                 verdicts = [info.memo.get(batch_key, UNKNOWN) for info in batch]
                 if verdicts.count(None) == len(batch):
@@ -423,10 +438,10 @@ class Scheduler:
                     text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
                     decision.error = text
                     decision.message = text
-                    decision.evaluated_nodes.extend(ordered[:processed])
+                    decision.evaluated_nodes.extend(_window(nodes, start, processed))
                     return []
                 self._reject(decision, info.name, rejecting, status)
-        decision.evaluated_nodes.extend(ordered[:processed])
+        decision.evaluated_nodes.extend(_window(nodes, start, processed))
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
@@ -471,6 +486,16 @@ class Scheduler:
         decision.failed_plugins.add(predicate.plugin.name)
         if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             decision.unresolvable_nodes.add(node)
+
+
+def _window(nodes: list[NodeInfo], begin: int, size: int) -> list[NodeInfo]:
+    """``size`` nodes from ``begin``, wrapping around the end (``size`` ≤ their number):
+    the walk's next nodes without copying the whole rotated list every cycle."""
+    begin %= len(nodes)
+    end = begin + size
+    if end <= len(nodes):
+        return nodes[begin:end]
+    return nodes[begin:] + nodes[: end - len(nodes)]
 
 
 def _crashed(point: str, exc: Exception) -> Status:

@@ -31,9 +31,21 @@ class Scored:
     """The totals of the feasible nodes, in their order, and how to name each
     priority's part of them."""
 
-    names: list[str]
+    feasible: list[NodeInfo]
     totals: list[int]
     by_priority: Callable[[], dict[str, list[int]]]
+
+    def names(self) -> list[str]:
+        return [info.name for info in self.feasible]
+
+    def best(self, rng: random.Random) -> str:
+        """``best`` of these totals, naming only the nodes it needs."""
+        totals = self.totals
+        top = max(totals)
+        if totals.count(top) == 1:
+            return self.feasible[totals.index(top)].name
+        ties = [index for index, total in enumerate(totals) if total == top]
+        return self.feasible[rng.choice(ties)].name
 
 
 def score(steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[NodeInfo]) -> Scored:
@@ -74,7 +86,6 @@ def score(steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[No
             values = list(map(mul, values, repeat(weight, count)))
         # map over operator's functions: the sums run in C, not a comprehension.
         totals = list(map(add, totals, values))
-    names = [info.name for info in feasible]
     plain = {id(step): column for column, step in enumerate(local, 1) if not _normalizes(step)}
 
     def by_priority() -> dict[str, list[int]]:
@@ -90,7 +101,7 @@ def score(steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[No
                 parts[name] = normalized[id(step)]
         return parts
 
-    return Scored(names, totals, by_priority)
+    return Scored(feasible, totals, by_priority)
 
 
 def best(names: list[str], totals: list[int], rng: random.Random) -> str:

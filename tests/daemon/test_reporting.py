@@ -164,3 +164,23 @@ async def test_the_limit_is_per_pod_and_an_event_over_it_is_counted_later(
     clock.now += 300
     await reporter.failed(busy, MESSAGE, "Unschedulable")
     assert [e["count"] for e in events_by_pod(server)["p0"]] == [31]
+
+
+@pytest.mark.parametrize(
+    ("seconds", "stamp", "event_time"),
+    [
+        (1767225600.0, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.000000Z"),
+        (1767225600.5, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00.500000Z"),
+        (1767225659.000042, "2026-01-01T00:00:59Z", "2026-01-01T00:00:59.000042Z"),
+    ],
+)
+async def test_an_event_is_stamped_to_the_second_and_its_event_time_to_the_microsecond(
+    api: tuple[ApiServer, KubeClient], seconds: float, stamp: str, event_time: str
+) -> None:
+    _, client = api
+    reporter = Reporter(
+        client.for_writer(Writer.BINDING), "volsched", "volsched-0", lambda: seconds
+    )
+    body = reporter.event_body(parse_pod(pod("p")), "Normal", "Scheduled", "Binding", "bound")
+    assert (body["firstTimestamp"], body["lastTimestamp"]) == (stamp, stamp)
+    assert body["eventTime"] == event_time

@@ -22,14 +22,15 @@ def decision(
     message: str | None = None,
     error: str | None = None,
 ) -> Decision:
-    return Decision(
+    made = Decision(
         parse(pod("web", spec={"schedulerName": "default-scheduler"})),
         node=node,
-        scores=scores if scores is not None else {"a": 180, "b": 150, "c": 180},
         filtered=filtered if filtered is not None else {"d": [TAINT]},
         message=message,
         error=error,
     )
+    made.scores = scores if scores is not None else {"a": 180, "b": 150, "c": 180}
+    return made
 
 
 CASES = [
