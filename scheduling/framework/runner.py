@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import UNKNOWN, NodeInfo
@@ -404,47 +405,82 @@ class Scheduler:
             batch = _window(nodes, start + processed, size)
             if batch_key is not None:
                 verdicts = [info.memo.get(batch_key, UNKNOWN) for info in batch]
-                if verdicts.count(None) == len(batch):
-                    # The usual cycle: between two pods of a shape one node changed.
-                    feasible.extend(batch)
-                    processed += len(batch)
-                    continue
             else:
                 verdicts = [UNKNOWN] * len(batch)
-            for info, verdict in zip(batch, verdicts, strict=True):
-                processed += 1
-                if verdict is None:
-                    feasible.append(info)
-                    continue
-                try:
-                    if verdict is not UNKNOWN:
-                        rejection = verdict
-                    elif crowded_nodes and info.name in crowded_nodes:
-                        rejection = self._judge_with_nominated(checks, state, pod, info)
-                    elif verdict_key is not None:
-                        rejection = remembered_rejection(verdict_key, checks, state, pod, info)
-                    else:
-                        rejection = first_rejection(checks, state, pod, info)
-                except Exception as exc:
-                    # A view no plugin can read (a damaged stored object): this node is
-                    # passed over, named in the decision, and the cycle goes on.
-                    self._unreadable(decision, info.name, exc)
-                    continue
-                if rejection is None:
-                    feasible.append(info)
-                    continue
-                rejecting, status = rejection
-                if status.code is Code.ERROR:
-                    text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
-                    decision.error = text
-                    decision.message = text
-                    decision.evaluated_nodes.extend(_window(nodes, start, processed))
-                    return []
-                self._reject(decision, info.name, rejecting, status)
+            # The few nodes without a kept verdict (between two pods of a shape, the one
+            # that took the last pod) are judged now, in walk order, found by
+            # list.index (in C): the rest of the batch is never walked in Python.
+            erred = self._judge_unknown(batch, verdicts, checks, state, pod, verdict_key)
+            if erred is not None:
+                self._record(decision, batch[:erred], verdicts[:erred], [])
+                rejecting, status = verdicts[erred]
+                text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
+                decision.error = text
+                decision.message = text
+                decision.evaluated_nodes.extend(_window(nodes, start, processed + erred + 1))
+                return []
+            processed += len(batch)
+            if verdicts.count(None) == len(batch):
+                feasible.extend(batch)
+            else:
+                self._record(decision, batch, verdicts, feasible)
         decision.evaluated_nodes.extend(_window(nodes, start, processed))
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
+
+    def _judge_unknown(
+        self,
+        batch: list[NodeInfo],
+        verdicts: list[Any],
+        checks: list[Check],
+        state: CycleState,
+        pod: Pod,
+        verdict_key: Hashable | None,
+    ) -> int | None:
+        """Fill in the batch's UNKNOWN verdicts in walk order: a rejection, None for a
+        fit, or the exception a node could not be read with. The index of the first
+        node whose filter erred (the walk ends there), else None."""
+        crowded_nodes = self.nominated.nodes if self.nominated is not None else {}
+        index = -1
+        while True:
+            try:
+                index = verdicts.index(UNKNOWN, index + 1)
+            except ValueError:
+                return None
+            info = batch[index]
+            try:
+                if crowded_nodes and info.name in crowded_nodes:
+                    rejection = self._judge_with_nominated(checks, state, pod, info)
+                elif verdict_key is not None:
+                    rejection = remembered_rejection(verdict_key, checks, state, pod, info)
+                else:
+                    rejection = first_rejection(checks, state, pod, info)
+            except Exception as exc:
+                # A view no plugin can read (a damaged stored object): this node is
+                # passed over, named in the decision, and the cycle goes on.
+                verdicts[index] = exc
+                continue
+            verdicts[index] = rejection
+            if rejection is not None and rejection[1].code is Code.ERROR:
+                return index
+
+    def _record(
+        self,
+        decision: Decision,
+        batch: list[NodeInfo],
+        verdicts: list[Any],
+        feasible: list[NodeInfo],
+    ) -> None:
+        """The judged batch into the decision, in walk order: fits into ``feasible``,
+        rejections and unreadable nodes as the reasons of each."""
+        for info, verdict in zip(batch, verdicts, strict=True):
+            if verdict is None:
+                feasible.append(info)
+            elif isinstance(verdict, Exception):
+                self._unreadable(decision, info.name, verdict)
+            else:
+                self._reject(decision, info.name, *verdict)
 
     def _judge_with_nominated(
         self, checks: list[Check], state: CycleState, pod: Pod, info: NodeInfo
