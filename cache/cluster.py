@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volsched.cache.assumed import AssumeCache
+from volsched.cache.node_changes import NodeChanges
 from volsched.cache.node_info import NodeInfo, zone_key
 from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.policy import PodDisruptionBudget
@@ -56,6 +57,8 @@ class ClusterCache:
         self.nodes: dict[str, NodeInfo] = {}
         # Placed pods by label, nodes with affinity pods (kept by NodeInfo).
         self.pod_index = PodIndex()
+        # Every node change, by name, for the scheduler's verdicts kept per pod shape.
+        self.node_changes = NodeChanges()
         # Bumped when a node comes, goes or changes labels (not on status updates).
         self.node_labels_generation = 0
         self.nodes_with_affinity_pods = self.pod_index.nodes_with_affinity_pods
@@ -236,7 +239,7 @@ class ClusterCache:
         if info is None or info.node.meta.labels != node.meta.labels:
             self.node_labels_generation += 1
         if info is None:
-            info = NodeInfo(node, self.pod_index)
+            info = NodeInfo(node, self.pod_index, self.node_changes)
             self.nodes[node.meta.name] = info
             self._node_order = None
             for key in self._placement.get(node.meta.name, ()):

@@ -22,6 +22,7 @@ from volsched.cache.objects.core import (
 )
 
 if TYPE_CHECKING:
+    from volsched.cache.node_changes import NodeChanges
     from volsched.cache.pod_index import PodIndex
 
 ZONE_LABELS = (LABEL_TOPOLOGY_ZONE, LABEL_FAILURE_DOMAIN_BETA_ZONE)
@@ -51,6 +52,7 @@ class NodeInfo:
     """
 
     __slots__ = (
+        "_changes",
         "_index",
         "affinity_pods",
         "memo",
@@ -64,7 +66,9 @@ class NodeInfo:
         "zone",
     )
 
-    def __init__(self, node: Node, index: PodIndex | None = None) -> None:
+    def __init__(
+        self, node: Node, index: PodIndex | None = None, changes: NodeChanges | None = None
+    ) -> None:
         self.node = node
         self.name = node.meta.name
         self.zone = zone_key(node.meta.labels)
@@ -73,6 +77,9 @@ class NodeInfo:
         # node), and the cluster's index of placed pods, kept as pods come and go.
         self.affinity_pods: dict[str, Pod] = {}
         self._index = index
+        # The cluster's record of changed nodes (see ``node_changes``), told of every
+        # change that empties the memo.
+        self._changes = changes
         self.requested: dict[str, int] = {}
         self.nonzero_cpu = 0
         self.nonzero_memory = 0
@@ -89,8 +96,14 @@ class NodeInfo:
         memo[key] = value
         return value
 
-    def set_node(self, node: Node) -> None:
+    def _forget(self) -> None:
+        """Empty the memo: the node changed."""
         self.memo = {}
+        if self._changes is not None:
+            self._changes.record(self.name)
+
+    def set_node(self, node: Node) -> None:
+        self._forget()
         self.node = node
         self.name = node.meta.name
         self.zone = zone_key(node.meta.labels)
@@ -103,7 +116,7 @@ class NodeInfo:
         ports = tuple(pod.host_ports)
         nonzero_cpu = pod.nonzero_cpu + 0
         nonzero_memory = pod.nonzero_memory + 0
-        self.memo = {}
+        self._forget()
         if key in self.pods:
             self.remove_pod(key)
         self.pods[key] = pod
@@ -123,7 +136,7 @@ class NodeInfo:
         pod = self.pods.pop(key, None)
         if pod is None:
             return None
-        self.memo = {}
+        self._forget()
         self.affinity_pods.pop(key, None)
         if self._index is not None:
             self._index.removed(pod, self)

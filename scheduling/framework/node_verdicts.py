@@ -98,12 +98,18 @@ def score_key(steps: Sequence[ScoreStep], state: CycleState, pod: Pod) -> Hashab
 
 
 def score_rows(
-    key: Hashable, steps: Sequence[ScoreStep], state: CycleState, pod: Pod, nodes: list[NodeInfo]
+    key: Hashable,
+    steps: Sequence[ScoreStep],
+    state: CycleState,
+    pod: Pod,
+    nodes: list[NodeInfo],
+    known: list[tuple[int, ...] | None] | None = None,
 ) -> list[tuple[int, ...]]:
     """Each node's row for ``steps``: first the weighted sum of the steps that are not
     normalized, then every step's raw score, in order. A node's row is computed only
-    when its memo has none for ``key``."""
-    rows: list[tuple[int, ...] | None] = [node.memo.get(key) for node in nodes]
+    when its memo (or ``known``, the rows already read for ``nodes``) has none for
+    ``key``."""
+    rows = [node.memo.get(key) for node in nodes] if known is None else known
     # The few nodes that changed since, found by list.index (in C), not by a walk.
     index = -1
     while None in rows:

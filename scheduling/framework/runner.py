@@ -31,6 +31,7 @@ from volsched.scheduling.framework.node_verdicts import (
 )
 from volsched.scheduling.framework.profile import Predicate, Profile
 from volsched.scheduling.framework.scoring import Scored, best, score
+from volsched.scheduling.framework.shape_columns import ShapeColumns, put_window, window
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated_state
 
@@ -78,6 +79,10 @@ class Decision:
     # The nodes every filter passed (``find_feasible``), and how many were considered.
     feasible: list[NodeInfo] = field(default_factory=list)
     total_nodes: int = 0
+    # When ``feasible`` is one window of the cluster's node list (every node walked
+    # fits): that list, the feasible list, and where the window starts. The Score
+    # phase then reads its kept rows as slices, as long as both lists are the same.
+    feasible_window: tuple[list[NodeInfo], list[NodeInfo], int] | None = None
 
     # (extension point, start ns, end ns): what tracing shows; never read by a decision.
     phases: list[tuple[str, int, int]] = field(default_factory=list)
@@ -91,6 +96,7 @@ class Decision:
         self.unresolvable_nodes = set()
         self.evaluated_nodes = []
         self.scored = None
+        self.feasible_window = None
         self._scores = None
         self._priority_scores = None
         self.feasible = []
@@ -172,6 +178,8 @@ class Scheduler:
         self.rng = rng
         self.clock_ns = clock_ns
         self.next_start_node_index = 0
+        # The kept verdicts and score rows of recent pod shapes over the node list.
+        self.columns = ShapeColumns(cluster.node_changes)
         # Pods nominated to nodes by preemption (the daemon sets it; simulate completes
         # each preemption at once and needs none).
         self.nominated: NominatedPods | None = None
@@ -321,8 +329,18 @@ class Scheduler:
         weighted) to their totals and choose the best, ties at random."""
         feasible = decision.feasible
         started = self.clock_ns()
+        window = decision.feasible_window
+        aligned = (
+            (self.columns, window[0], window[2])
+            if window is not None
+            and window[1] is feasible
+            and window[0] is self.cluster.node_list()
+            else None
+        )
         try:
-            scored = score(self.profile.score_steps, decision.state, decision.pod, feasible)
+            scored = score(
+                self.profile.score_steps, decision.state, decision.pod, feasible, aligned
+            )
         except Exception as exc:
             decision.error = decision.message = _crashed("Score", exc).message
             return
@@ -388,7 +406,9 @@ class Scheduler:
             else num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
         )
         checks = active_checks(self.profile, state)
-        # The common case: every filter node-local, the verdict kept on the node.
+        # The common case: every filter node-local, the verdict kept on the node, and
+        # the walk over the cluster's whole node list: the verdicts are read as slices
+        # of the shape's column.
         verdict_key = filter_key(self.profile, state, pod)
         feasible: list[NodeInfo] = []
         start = 0 if every else self.next_start_node_index % count
@@ -397,34 +417,54 @@ class Scheduler:
         # Kept verdicts are read a batch at a time; with nominated pods about, node by
         # node (a crowded node is judged with them, never from the memo).
         batch_key = verdict_key if not crowded_nodes else None
+        column = (
+            self.columns.column(batch_key, nodes, UNKNOWN)
+            if batch_key is not None and nodes is self.cluster.node_list()
+            else None
+        )
+        whole = column is not None
         processed = 0
         # Batches of as many nodes as feasible ones are still wanted: the cycle stops
         # after the same node as a node-by-node walk would.
         while processed < count and len(feasible) < wanted:
             size = min(wanted - len(feasible), count - processed)
-            batch = _window(nodes, start + processed, size)
-            if batch_key is not None:
+            batch = window(nodes, start + processed, size)
+            if column is not None:
+                verdicts = window(column, start + processed, size)
+            elif batch_key is not None:
                 verdicts = [info.memo.get(batch_key, UNKNOWN) for info in batch]
             else:
                 verdicts = [UNKNOWN] * len(batch)
             # The few nodes without a kept verdict (between two pods of a shape, the one
             # that took the last pod) are judged now, in walk order, found by
             # list.index (in C): the rest of the batch is never walked in Python.
-            erred = self._judge_unknown(batch, verdicts, checks, state, pod, verdict_key)
+            erred, unreadable = self._judge_unknown(
+                batch, verdicts, checks, state, pod, verdict_key
+            )
+            if column is not None and erred is None:
+                kept = (
+                    [UNKNOWN if isinstance(v, Exception) else v for v in verdicts]
+                    if unreadable
+                    else verdicts
+                )
+                put_window(column, start + processed, kept)
             if erred is not None:
                 self._record(decision, batch[:erred], verdicts[:erred], [])
                 rejecting, status = verdicts[erred]
                 text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
                 decision.error = text
                 decision.message = text
-                decision.evaluated_nodes.extend(_window(nodes, start, processed + erred + 1))
+                decision.evaluated_nodes.extend(window(nodes, start, processed + erred + 1))
                 return []
             processed += len(batch)
             if verdicts.count(None) == len(batch):
                 feasible.extend(batch)
             else:
+                whole = False
                 self._record(decision, batch, verdicts, feasible)
-        decision.evaluated_nodes.extend(_window(nodes, start, processed))
+        decision.evaluated_nodes.extend(window(nodes, start, processed))
+        if whole:
+            decision.feasible_window = (nodes, feasible, start)
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
@@ -437,17 +477,19 @@ class Scheduler:
         state: CycleState,
         pod: Pod,
         verdict_key: Hashable | None,
-    ) -> int | None:
+    ) -> tuple[int | None, bool]:
         """Fill in the batch's UNKNOWN verdicts in walk order: a rejection, None for a
         fit, or the exception a node could not be read with. The index of the first
-        node whose filter erred (the walk ends there), else None."""
+        node whose filter erred (the walk ends there), else None; and whether a node
+        could not be read."""
         crowded_nodes = self.nominated.nodes if self.nominated is not None else {}
         index = -1
+        unreadable = False
         while True:
             try:
                 index = verdicts.index(UNKNOWN, index + 1)
             except ValueError:
-                return None
+                return None, unreadable
             info = batch[index]
             try:
                 if crowded_nodes and info.name in crowded_nodes:
@@ -460,10 +502,11 @@ class Scheduler:
                 # A view no plugin can read (a damaged stored object): this node is
                 # passed over, named in the decision, and the cycle goes on.
                 verdicts[index] = exc
+                unreadable = True
                 continue
             verdicts[index] = rejection
             if rejection is not None and rejection[1].code is Code.ERROR:
-                return index
+                return index, unreadable
 
     def _record(
         self,
@@ -522,16 +565,6 @@ class Scheduler:
         decision.failed_plugins.add(predicate.plugin.name)
         if status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
             decision.unresolvable_nodes.add(node)
-
-
-def _window(nodes: list[NodeInfo], begin: int, size: int) -> list[NodeInfo]:
-    """``size`` nodes from ``begin``, wrapping around the end (``size`` ≤ their number):
-    the walk's next nodes without copying the whole rotated list every cycle."""
-    begin %= len(nodes)
-    end = begin + size
-    if end <= len(nodes):
-        return nodes[begin:end]
-    return nodes[begin:] + nodes[: end - len(nodes)]
 
 
 def _crashed(point: str, exc: Exception) -> Status:

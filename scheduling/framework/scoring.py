@@ -23,6 +23,7 @@ from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.node_verdicts import score_key, score_rows
 from volsched.scheduling.framework.profile import ScoreStep
+from volsched.scheduling.framework.shape_columns import ShapeColumns, put_window, window
 from volsched.scheduling.framework.status import Code
 
 
@@ -48,7 +49,18 @@ class Scored:
         return self.feasible[rng.choice(ties)].name
 
 
-def score(steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[NodeInfo]) -> Scored:
+# The columns of the node list ``feasible`` is a window of, that list, and where the
+# window starts (``Decision.feasible_window``).
+Aligned = tuple[ShapeColumns, list[NodeInfo], int]
+
+
+def score(
+    steps: list[ScoreStep],
+    state: CycleState,
+    pod: Pod,
+    feasible: list[NodeInfo],
+    aligned: Aligned | None = None,
+) -> Scored:
     count = len(feasible)
     skipped: set[int] = set()
     for step in steps:
@@ -63,8 +75,14 @@ def score(steps: list[ScoreStep], state: CycleState, pod: Pod, feasible: list[No
     if key is None:
         local = []
         totals = [0] * count
-    else:
+    elif aligned is None:
         rows = score_rows(key, local, state, pod, feasible)
+        totals = [row[0] for row in rows]
+    else:
+        columns, nodes, begin = aligned
+        kept = columns.column(key, nodes, None)
+        rows = score_rows(key, local, state, pod, feasible, window(kept, begin, count))
+        put_window(kept, begin, rows)
         totals = [row[0] for row in rows]
     # Each priority's normalized scores, by id of its step, where they were computed.
     normalized: dict[int, list[int]] = {}
