@@ -160,16 +160,7 @@ async def test_a_metadata_list_fetched_during_the_load_proves_the_kind_at_once(
     assert await prefetch.wait("Node") is not None
     lists_before = len(server.faults.requests("GET", r"/api/v1/nodes\?"))
 
-    async def relist(w: KindWatcher) -> None:
-        raise AssertionError("relisted a kind its prefetched list proves")
-
-    try:
-        proofs = await prove_current(
-            [watcher], client, cluster, ProofCosts(), 0.0, relist, prefetch
-        )
-    finally:
-        await prefetch.close()
-    assert proofs == {"Node": Proof.METADATA} and watcher.state.synced
+    await prove_by_prefetch_alone(watcher, client, cluster, prefetch)
     assert len(server.faults.requests("GET", r"/api/v1/nodes\?")) == lists_before
 
 
@@ -186,8 +177,17 @@ async def test_a_kind_whose_list_is_on_its_way_waits_for_it_rather_than_relistin
     await asyncio.sleep(0.05)
     assert prefetch.pending("Node")
 
+    await prove_by_prefetch_alone(watcher, client, cluster, prefetch)
+    assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1
+
+
+async def prove_by_prefetch_alone(
+    watcher: KindWatcher, client: KubeClient, cluster: ClusterCache, prefetch: MetadataPrefetch
+) -> None:
+    """The resumed Node kind proven by its prefetched metadata list, never relisted."""
+
     async def relist(w: KindWatcher) -> None:
-        raise AssertionError("relisted a kind whose metadata list was on its way")
+        raise AssertionError("relisted a kind its prefetched metadata list proves")
 
     try:
         proofs = await prove_current(
@@ -196,4 +196,3 @@ async def test_a_kind_whose_list_is_on_its_way_waits_for_it_rather_than_relistin
     finally:
         await prefetch.close()
     assert proofs == {"Node": Proof.METADATA} and watcher.state.synced
-    assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1
