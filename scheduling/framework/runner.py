@@ -429,33 +429,39 @@ class Scheduler:
         while processed < count and len(feasible) < wanted:
             size = min(wanted - len(feasible), count - processed)
             batch = window(nodes, start + processed, size)
+            if batch_key is None:
+                # Nothing kept to read (a volume's filters, or nominated pods about):
+                # every node is asked, judged and recorded in one pass.
+                erred = self._ask_each(batch, checks, state, pod, verdict_key, decision, feasible)
+                if erred is not None:
+                    index, rejection = erred
+                    self._fail(decision, rejection)
+                    decision.evaluated_nodes.extend(window(nodes, start, processed + index + 1))
+                    return []
+                processed += len(batch)
+                continue
             if column is not None:
                 verdicts = window(column, start + processed, size)
-            elif batch_key is not None:
-                verdicts = [info.memo.get(batch_key, UNKNOWN) for info in batch]
             else:
-                verdicts = [UNKNOWN] * len(batch)
+                verdicts = [info.memo.get(batch_key, UNKNOWN) for info in batch]
             # The few nodes without a kept verdict (between two pods of a shape, the one
             # that took the last pod) are judged now, in walk order, found by
             # list.index (in C): the rest of the batch is never walked in Python.
-            erred, unreadable = self._judge_unknown(
+            erred_at, unreadable = self._judge_unknown(
                 batch, verdicts, checks, state, pod, verdict_key
             )
-            if column is not None and erred is None:
+            if erred_at is not None:
+                self._record(decision, batch[:erred_at], verdicts[:erred_at], [])
+                self._fail(decision, verdicts[erred_at])
+                decision.evaluated_nodes.extend(window(nodes, start, processed + erred_at + 1))
+                return []
+            if column is not None:
                 kept = (
                     [UNKNOWN if isinstance(v, Exception) else v for v in verdicts]
                     if unreadable
                     else verdicts
                 )
                 put_window(column, start + processed, kept)
-            if erred is not None:
-                self._record(decision, batch[:erred], verdicts[:erred], [])
-                rejecting, status = verdicts[erred]
-                text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
-                decision.error = text
-                decision.message = text
-                decision.evaluated_nodes.extend(window(nodes, start, processed + erred + 1))
-                return []
             processed += len(batch)
             if verdicts.count(None) == len(batch):
                 feasible.extend(batch)
@@ -468,6 +474,47 @@ class Scheduler:
         if not every:
             self.next_start_node_index = (start + processed) % count
         return feasible
+
+    def _ask_each(
+        self,
+        batch: list[NodeInfo],
+        checks: list[Check],
+        state: CycleState,
+        pod: Pod,
+        verdict_key: Hashable | None,
+        decision: Decision,
+        feasible: list[NodeInfo],
+    ) -> tuple[int, tuple[Predicate, Status]] | None:
+        """Judge every node of the batch in walk order, recording each verdict; the
+        index and rejection of the first node whose filter erred, else None."""
+        crowded_nodes = self.nominated.nodes if self.nominated is not None else {}
+        for index, info in enumerate(batch):
+            try:
+                if crowded_nodes and info.name in crowded_nodes:
+                    rejection = self._judge_with_nominated(checks, state, pod, info)
+                elif verdict_key is not None:
+                    rejection = remembered_rejection(verdict_key, checks, state, pod, info)
+                else:
+                    rejection = first_rejection(checks, state, pod, info)
+            except Exception as exc:
+                # A view no plugin can read (a damaged stored object): this node is
+                # passed over, named in the decision, and the cycle goes on.
+                self._unreadable(decision, info.name, exc)
+                continue
+            if rejection is None:
+                feasible.append(info)
+            elif rejection[1].code is Code.ERROR:
+                return index, rejection
+            else:
+                self._reject(decision, info.name, *rejection)
+        return None
+
+    @staticmethod
+    def _fail(decision: Decision, rejection: tuple[Predicate, Status]) -> None:
+        rejecting, status = rejection
+        text = f'running "{rejecting.plugin.name}" filter plugin: {status.message}'
+        decision.error = text
+        decision.message = text
 
     def _judge_unknown(
         self,
