@@ -487,6 +487,7 @@ class Scheduler:
     ) -> tuple[int, tuple[Predicate, Status]] | None:
         """Judge every node of the batch in walk order, recording each verdict; the
         index and rejection of the first node whose filter erred, else None."""
+        # ``_judge`` inlined: this loop runs for every node of every such pod.
         crowded_nodes = self.nominated.nodes if self.nominated is not None else {}
         for index, info in enumerate(batch):
             try:
@@ -497,8 +498,6 @@ class Scheduler:
                 else:
                     rejection = first_rejection(checks, state, pod, info)
             except Exception as exc:
-                # A view no plugin can read (a damaged stored object): this node is
-                # passed over, named in the decision, and the cycle goes on.
                 self._unreadable(decision, info.name, exc)
                 continue
             if rejection is None:
@@ -529,7 +528,6 @@ class Scheduler:
         fit, or the exception a node could not be read with. The index of the first
         node whose filter erred (the walk ends there), else None; and whether a node
         could not be read."""
-        crowded_nodes = self.nominated.nodes if self.nominated is not None else {}
         index = -1
         unreadable = False
         while True:
@@ -537,23 +535,33 @@ class Scheduler:
                 index = verdicts.index(UNKNOWN, index + 1)
             except ValueError:
                 return None, unreadable
-            info = batch[index]
-            try:
-                if crowded_nodes and info.name in crowded_nodes:
-                    rejection = self._judge_with_nominated(checks, state, pod, info)
-                elif verdict_key is not None:
-                    rejection = remembered_rejection(verdict_key, checks, state, pod, info)
-                else:
-                    rejection = first_rejection(checks, state, pod, info)
-            except Exception as exc:
-                # A view no plugin can read (a damaged stored object): this node is
-                # passed over, named in the decision, and the cycle goes on.
-                verdicts[index] = exc
-                unreadable = True
-                continue
+            rejection = self._judge(checks, state, pod, batch[index], verdict_key)
             verdicts[index] = rejection
-            if rejection is not None and rejection[1].code is Code.ERROR:
+            if isinstance(rejection, Exception):
+                unreadable = True
+            elif rejection is not None and rejection[1].code is Code.ERROR:
                 return index, unreadable
+
+    def _judge(
+        self,
+        checks: list[Check],
+        state: CycleState,
+        pod: Pod,
+        info: NodeInfo,
+        verdict_key: Hashable | None,
+    ) -> Rejection | Exception:
+        """One node's verdict: with the pods nominated to it when there are any, from
+        its memo when the verdict is kept; the exception when a plugin could not read
+        the node (a damaged stored object: it is passed over, named in the decision,
+        and the cycle goes on)."""
+        try:
+            if self.nominated is not None and info.name in self.nominated.nodes:
+                return self._judge_with_nominated(checks, state, pod, info)
+            if verdict_key is not None:
+                return remembered_rejection(verdict_key, checks, state, pod, info)
+            return first_rejection(checks, state, pod, info)
+        except Exception as exc:
+            return exc
 
     def _record(
         self,
