@@ -103,6 +103,13 @@ class MetadataPrefetch:
         task = self._tasks.get(kind)
         return await task if task is not None else None
 
+    async def wait_at_most(self, kind: str, seconds: float) -> Listed | None:
+        """``wait``, for at most ``seconds``: TimeoutError after them."""
+        task = self._tasks.get(kind)
+        if task is None:
+            return None
+        return await asyncio.wait_for(asyncio.shield(task), seconds)
+
     async def close(self) -> None:
         for task in self._tasks.values():
             task.cancel()
@@ -139,20 +146,39 @@ async def prove_kind(
             await asyncio.sleep(RECHECK_SECONDS)
         if state.synced:
             return Proof.BOOKMARK
+        bound = _list_wait(cluster, costs, watcher)
         try:
-            listed = await prefetch.wait(watcher.kind) if prefetch and not attempt else None
+            listed = None
+            if prefetch is not None and not attempt:
+                listed = await prefetch.wait_at_most(watcher.kind, bound)
             if listed is None:
                 listed = await fetch_metadata(client, costs, watcher.kind)
+        except TimeoutError:
+            # Relisting now is done sooner than a list this late.
+            log.info("%s: its metadata list has not come in %.1fs; relisting", watcher.kind, bound)
+            await relist(watcher)
+            return Proof.RELIST
         except ApiError as exc:
-            # Absent CRD, or the server is away: the watch finds out and relists.
-            log.info("%s: metadata check failed (%s); waiting for the watch", watcher.kind, exc)
-            return None
+            # Tried once more, then relisted: a quiet kind may get no bookmark at all
+            # (kube-apiserver's cadence), and its watch would relist it only after
+            # three catch-up watches. An absent CRD's relist finds it absent.
+            log.info("%s: metadata check failed (%s)", watcher.kind, exc)
+            continue
         if cache_matches(cluster, watcher.kind, listed[0]):
             watcher.proven_current(listed[1])
             return Proof.METADATA
-    log.info("%s: the cache differs from the API server's list; relisting", watcher.kind)
+    if state.synced:
+        return Proof.BOOKMARK
+    log.info("%s: no metadata list matched the cache; relisting", watcher.kind)
     await relist(watcher)
     return Proof.RELIST
+
+
+def _list_wait(cluster: ClusterCache, costs: ProofCosts, watcher: KindWatcher) -> float:
+    """How long a prefetched list is worth waiting for: while relisting the kind would
+    not be done sooner (and at least the bookmark's window)."""
+    objects = sum(1 for _ in cluster.informer_items(watcher.kind))
+    return max(costs.relist_seconds(objects), costs.bookmark_window_seconds)
 
 
 async def prove_current(

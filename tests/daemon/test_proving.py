@@ -196,3 +196,53 @@ async def prove_by_prefetch_alone(
     finally:
         await prefetch.close()
     assert proofs == {"Node": Proof.METADATA} and watcher.state.synced
+
+
+async def test_a_prefetched_list_later_than_a_relist_is_not_waited_for(
+    server: ApiServer, client: KubeClient
+) -> None:
+    """The list asked for during the load is held 3 s; relisting the kind would take
+    far less (one node, a 0.2 s window): the kind is relisted without waiting on."""
+    server.load([node("n1")])
+    cluster, watcher = await resumed_node_watcher(server, client)
+    server.faults.delay_next("GET", r"/api/v1/nodes\?limit", 3.0)
+    costs = ProofCosts(bookmark_window_seconds=0.2)
+    prefetch = MetadataPrefetch(client, costs, ["Node"])
+    relisted: list[str] = []
+
+    async def relist(w: KindWatcher) -> None:
+        relisted.append(w.kind)
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        proofs = await prove_current([watcher], client, cluster, costs, 0.0, relist, prefetch)
+    finally:
+        await prefetch.close()
+    assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
+    assert loop.time() - started < 2.0
+
+
+@pytest.mark.parametrize(("failures", "proof"), [(1, Proof.METADATA), (2, Proof.RELIST)])
+async def test_a_failed_metadata_check_is_tried_again_then_relisted(
+    server: ApiServer, client: KubeClient, failures: int, proof: Proof
+) -> None:
+    """No bookmark will come (a quiet kind): a metadata list refused once is asked
+    again; refused twice, the kind is relisted at once rather than left to three
+    catch-up watches."""
+    server.load([node("n1"), node("n2")])
+    cluster, watcher = await resumed_node_watcher(server, client)
+    server.faults.fail_next("GET", r"/api/v1/nodes\?limit", 500, times=failures)
+    relisted: list[str] = []
+
+    async def relist(w: KindWatcher) -> None:
+        relisted.append(w.kind)
+
+    task = asyncio.create_task(watcher.run())
+    try:
+        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert proofs == {"Node": proof}
+    assert relisted == (["Node"] if proof is Proof.RELIST else [])
