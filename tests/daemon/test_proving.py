@@ -15,7 +15,12 @@ from volsched.cache.cluster import ClusterCache
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.metadata_lists import PARTIAL_METADATA
 from volsched.daemon.watch.ingest import Ingest
-from volsched.daemon.watch.proving import MetadataPrefetch, metadata_matches, prove_current
+from volsched.daemon.watch.proving import (
+    MetadataPrefetch,
+    Relist,
+    metadata_matches,
+    prove_current,
+)
 from volsched.daemon.watch.restart_plan import Proof, ProofCosts
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
 from volsched.emulator import ApiServer, ControllerSettings
@@ -127,12 +132,7 @@ async def test_a_kind_changed_while_down_is_not_proven_by_stale_metadata(
         w.forget_resume_point()
         await w.sync()
 
-    task = asyncio.create_task(watcher.run())
-    try:
-        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist)
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+    proofs = await prove_while_watching(watcher, client, cluster, relist)
     assert proofs == {"Node": Proof.RELIST}
     assert watcher.state.synced
     assert set(cluster.nodes) == {"n1", "n3"}
@@ -238,11 +238,19 @@ async def test_a_failed_metadata_check_is_tried_again_then_relisted(
     async def relist(w: KindWatcher) -> None:
         relisted.append(w.kind)
 
+    proofs = await prove_while_watching(watcher, client, cluster, relist)
+    assert proofs == {"Node": proof}
+    assert relisted == (["Node"] if proof is Proof.RELIST else [])
+
+
+async def prove_while_watching(
+    watcher: KindWatcher, client: KubeClient, cluster: ClusterCache, relist: Relist
+) -> dict[str, Proof]:
+    """``prove_current`` for the Node kind with its watch running beside it, metadata
+    checked first."""
     task = asyncio.create_task(watcher.run())
     try:
-        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist)
+        return await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    assert proofs == {"Node": proof}
-    assert relisted == (["Node"] if proof is Proof.RELIST else [])
