@@ -98,13 +98,9 @@ class MetadataPrefetch:
             return None
         return task.result()
 
-    async def wait(self, kind: str) -> Listed | None:
-        """The kind's list, once it arrives (None without one)."""
-        task = self._tasks.get(kind)
-        return await task if task is not None else None
-
     async def wait_at_most(self, kind: str, seconds: float) -> Listed | None:
-        """``wait``, for at most ``seconds``: TimeoutError after them."""
+        """The kind's list once it arrives (None without one), waited for at most
+        ``seconds``: TimeoutError after them, and the list still comes."""
         task = self._tasks.get(kind)
         if task is None:
             return None
@@ -146,18 +142,23 @@ async def prove_kind(
             await asyncio.sleep(RECHECK_SECONDS)
         if state.synced:
             return Proof.BOOKMARK
-        bound = _list_wait(cluster, costs, watcher)
         try:
             listed = None
             if prefetch is not None and not attempt:
-                listed = await prefetch.wait_at_most(watcher.kind, bound)
+                bound = _list_wait(cluster, costs, watcher)
+                try:
+                    listed = await prefetch.wait_at_most(watcher.kind, bound)
+                except TimeoutError:
+                    # Relisting now is done sooner than a list this late.
+                    log.info(
+                        "%s: its metadata list has not come in %.1fs; relisting",
+                        watcher.kind,
+                        bound,
+                    )
+                    await relist(watcher)
+                    return Proof.RELIST
             if listed is None:
                 listed = await fetch_metadata(client, costs, watcher.kind)
-        except TimeoutError:
-            # Relisting now is done sooner than a list this late.
-            log.info("%s: its metadata list has not come in %.1fs; relisting", watcher.kind, bound)
-            await relist(watcher)
-            return Proof.RELIST
         except ApiError as exc:
             # Tried once more, then relisted: a quiet kind may get no bookmark at all
             # (kube-apiserver's cadence), and its watch would relist it only after

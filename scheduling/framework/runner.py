@@ -448,7 +448,7 @@ class Scheduler:
             # that took the last pod) are judged now, in walk order, found by
             # list.index (in C): the rest of the batch is never walked in Python.
             erred_at, unreadable = self._judge_unknown(
-                batch, verdicts, checks, state, pod, verdict_key
+                batch, verdicts, checks, state, pod, batch_key
             )
             if erred_at is not None:
                 self._record(decision, batch[:erred_at], verdicts[:erred_at], [])
@@ -487,7 +487,6 @@ class Scheduler:
     ) -> tuple[int, tuple[Predicate, Status]] | None:
         """Judge every node of the batch in walk order, recording each verdict; the
         index and rejection of the first node whose filter erred, else None."""
-        # ``_judge`` inlined: this loop runs for every node of every such pod.
         crowded_nodes = self.nominated.nodes if self.nominated is not None else {}
         for index, info in enumerate(batch):
             try:
@@ -522,12 +521,13 @@ class Scheduler:
         checks: list[Check],
         state: CycleState,
         pod: Pod,
-        verdict_key: Hashable | None,
+        verdict_key: Hashable,
     ) -> tuple[int | None, bool]:
-        """Fill in the batch's UNKNOWN verdicts in walk order: a rejection, None for a
-        fit, or the exception a node could not be read with. The index of the first
-        node whose filter erred (the walk ends there), else None; and whether a node
-        could not be read."""
+        """Fill in the batch's UNKNOWN verdicts in walk order (kept verdicts, so no pod
+        is nominated anywhere): a rejection, None for a fit, or the exception a node
+        could not be read with (a damaged stored object: passed over, named in the
+        decision, and the cycle goes on). The index of the first node whose filter
+        erred (the walk ends there), else None; and whether a node could not be read."""
         index = -1
         unreadable = False
         while True:
@@ -535,33 +535,15 @@ class Scheduler:
                 index = verdicts.index(UNKNOWN, index + 1)
             except ValueError:
                 return None, unreadable
-            rejection = self._judge(checks, state, pod, batch[index], verdict_key)
-            verdicts[index] = rejection
-            if isinstance(rejection, Exception):
+            try:
+                rejection = remembered_rejection(verdict_key, checks, state, pod, batch[index])
+            except Exception as exc:
+                verdicts[index] = exc
                 unreadable = True
-            elif rejection is not None and rejection[1].code is Code.ERROR:
+                continue
+            verdicts[index] = rejection
+            if rejection is not None and rejection[1].code is Code.ERROR:
                 return index, unreadable
-
-    def _judge(
-        self,
-        checks: list[Check],
-        state: CycleState,
-        pod: Pod,
-        info: NodeInfo,
-        verdict_key: Hashable | None,
-    ) -> Rejection | Exception:
-        """One node's verdict: with the pods nominated to it when there are any, from
-        its memo when the verdict is kept; the exception when a plugin could not read
-        the node (a damaged stored object: it is passed over, named in the decision,
-        and the cycle goes on)."""
-        try:
-            if self.nominated is not None and info.name in self.nominated.nodes:
-                return self._judge_with_nominated(checks, state, pod, info)
-            if verdict_key is not None:
-                return remembered_rejection(verdict_key, checks, state, pod, info)
-            return first_rejection(checks, state, pod, info)
-        except Exception as exc:
-            return exc
 
     def _record(
         self,

@@ -84,15 +84,20 @@ def score(
         rows = score_rows(key, local, state, pod, feasible, window(kept, begin, count))
         put_window(kept, begin, rows)
         totals = [row[0] for row in rows]
-    # Each priority's normalized scores, by id of its step, where they were computed.
+    # The local steps' columns of the rows: the plain ones are summed into each row's
+    # first value already; the others are read here and normalized below.
+    plain = {id(step): column for column, step in enumerate(local, 1) if not _normalizes(step)}
+    raw = {
+        id(step): [row[column] for row in rows]
+        for column, step in enumerate(local, 1)
+        if id(step) not in plain
+    }
+    # Each priority's normalized scores, by id of its step.
     normalized: dict[int, list[int]] = {}
-    for column, step in enumerate(local, 1):
-        if _normalizes(step):
-            normalized[id(step)] = [row[column] for row in rows]
     for step in running:
-        if step.score_key is not None and key is not None and not _normalizes(step):
-            continue  # summed into the rows
-        values = normalized.get(id(step))
+        if id(step) in plain:
+            continue
+        values = raw.get(id(step))
         if values is None:
             values = _ask(step, state, pod, feasible)
         values = _normalize(step, state, pod, feasible, values)
@@ -104,7 +109,6 @@ def score(
             values = list(map(mul, values, repeat(weight, count)))
         # map over operator's functions: the sums run in C, not a comprehension.
         totals = list(map(add, totals, values))
-    plain = {id(step): column for column, step in enumerate(local, 1) if not _normalizes(step)}
 
     def by_priority() -> dict[str, list[int]]:
         parts: dict[str, list[int]] = {}

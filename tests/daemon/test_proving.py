@@ -157,7 +157,7 @@ async def test_a_metadata_list_fetched_during_the_load_proves_the_kind_at_once(
     server.load([node("n1"), node("n2")])
     cluster, watcher = await resumed_node_watcher(server, client)
     prefetch = MetadataPrefetch(client, ProofCosts(), ["Node"])
-    assert await prefetch.wait("Node") is not None
+    assert await prefetch.wait_at_most("Node", 10) is not None
     lists_before = len(server.faults.requests("GET", r"/api/v1/nodes\?"))
 
     await prove_by_prefetch_alone(watcher, client, cluster, prefetch)
