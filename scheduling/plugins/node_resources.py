@@ -254,8 +254,9 @@ class BalancedAllocation:
     Upstream's NodeResourcesBalancedAllocation over its ``resources`` (default cpu and
     memory): the fractions requested/allocatable (actual requests, capped at 1; a resource
     the node has none of, or a scalar resource the pod does not ask for, left out) give a
-    standard deviation — ``|f1 - f2| / 2`` for two — and the score is
-    ``int((1 - std) * 100)``. A pod that requests none of the resources is skipped at
+    standard deviation — ``|f1 - f2| / 2`` for two — and a balance ``int((1 - std) *
+    100)``; as of 1.36 the score is the change in balance the pod brings,
+    ``50 + (50 + balance_with_pod - balance_without_pod) / 2``. A pod that requests none of the resources is skipped at
     pre-score, as upstream does since 1.32, so it does not pile onto one node.
     """
 
@@ -307,22 +308,43 @@ class BalancedAllocation:
     def _balanced(self, node: NodeInfo, amounts: tuple[int, ...]) -> int:
         allocatable = node.node.allocatable
         requested = node.requested
-        fractions: list[float] = []
+        before: list[int] = []
+        after: list[int] = []
+        capacities: list[int] = []
         for resource, amount in zip(self.resources, amounts, strict=True):
             if amount == 0 and is_scalar_resource(resource):
                 continue
             capacity = allocatable.get(resource, 0)
             if capacity == 0:
                 continue
-            # Integer true division: exact for any size, where float() of a large int
-            # would overflow.
-            fraction = (requested.get(resource, 0) + amount) / capacity
-            fractions.append(min(fraction, 1.0))
-        if len(fractions) == 2:
-            std = abs((fractions[0] - fractions[1]) / 2)
-        elif len(fractions) > 2:
-            mean = sum(fractions) / len(fractions)
-            std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
-        else:
-            std = 0.0
-        return int((1 - std) * MAX_NODE_SCORE)
+            held = requested.get(resource, 0)
+            before.append(held)
+            after.append(held + amount)
+            capacities.append(capacity)
+        return balance_change_score(
+            balance_score(after, capacities), balance_score(before, capacities)
+        )
+
+
+def balance_score(requested: list[int], capacities: list[int]) -> int:
+    """How even the node's use of the resources is, 0..100: ``int((1 - std) * 100)`` over
+    the fractions requested/allocatable, each capped at 1."""
+    # Integer true division: exact for any size, where float() of a large int would
+    # overflow.
+    fractions = [min(held / capacity, 1.0) for held, capacity in zip(requested, capacities)]
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        mean = sum(fractions) / len(fractions)
+        std = math.sqrt(sum((f - mean) ** 2 for f in fractions) / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+def balance_change_score(with_pod: int, without_pod: int) -> int:
+    """kube-scheduler 1.36 scores the change the pod brings to the node's balance, mapped
+    back onto 50..100 so that an unchanged balance scores 75 (kubernetes PR #135573)."""
+    half = MAX_NODE_SCORE // 2
+    # int() of the quotient truncates toward zero, as Go's integer division does.
+    return half + int((half + with_pod - without_pod) / 2)

@@ -451,57 +451,70 @@ CPU_AND_MEMORY = containers({"cpu": "1000m", "memory": "2000"}, {"cpu": "2000m",
 CPU_ONLY = containers({"cpu": "1000m", "memory": "0"}, {"cpu": "2000m", "memory": "0"})
 
 
+# kube-scheduler 1.36 scores the change in balance: 50 + (50 + after - before) / 2, where
+# a balance is int((1 - std) * 100) over the requested/allocatable fractions. Each row
+# gives the balance before -> after the pod.
 @pytest.mark.parametrize(
     ("nodes", "existing", "incoming", "expected"),
     [
-        # cpu 3000/4000 = .75, memory 5000/10000 = .5: std .125, int(87.5) = 87;
-        # cpu 3000/6000 = .5 = memory: std 0, 100.
+        # n1: cpu 3000/4000 = .75, memory 5000/10000 = .5: 100 -> 87, 50 + 37 / 2 = 68;
+        # n2: cpu 3000/6000 = .5 = memory: 100 -> 100, 75.
         pytest.param(
             [("4000m", "10000"), ("6000m", "10000")],
             [],
             CPU_AND_MEMORY,
-            [87, 100],
+            [68, 75],
             id="nothing scheduled, resources requested, differently sized nodes",
         ),
-        # n1: cpu 6000/10000 = .6, memory 5000/20000 = .25: std .175 -> 82;
-        # n2: cpu .6, memory 10000/20000 = .5: std .05 -> 95.
+        # n1: cpu .3 and memory 0 (std .15) -> cpu .6, memory .25 (std .175): 85 -> 82, 73;
+        # n2: cpu .3, memory .25 -> .6 and .5: 97 -> 95, 74.
         pytest.param(
             [("10000m", "20000"), ("10000m", "20000")],
             [("n1", CPU_ONLY), ("n2", CPU_AND_MEMORY)],
             CPU_AND_MEMORY,
-            [82, 95],
+            [73, 74],
             id="resources requested, pods scheduled with resources",
         ),
-        # n2: memory 10000/50000 = .2: std .2 -> 80.
+        # n2: cpu .3, memory 5000/50000 = .1 -> .6 and .2: 90 -> 80, 70.
         pytest.param(
             [("10000m", "20000"), ("10000m", "50000")],
             [("n1", CPU_ONLY), ("n2", CPU_AND_MEMORY)],
             CPU_AND_MEMORY,
-            [82, 80],
+            [73, 70],
             id="resources requested, pods scheduled with resources, differently sized nodes",
         ),
-        # n1: cpu 6000/6000 = 1, memory 0: std .5 -> 50; n2: 1 and .5: std .25 -> 75.
+        # n1 full of cpu, the pod brings the memory: 50 -> 100, the highest score; n2
+        # empty, the pod brings only memory: 100 -> 50, the lowest.
+        pytest.param(
+            [("6000m", "10000"), ("6000m", "10000")],
+            [("n1", containers({"cpu": "6000m", "memory": "0"}))],
+            containers({"cpu": "0", "memory": "10000"}),
+            [100, 50],
+            id="the pod evens a node out or unbalances an empty one",
+        ),
+        # n1: cpu .5, memory 0 -> 1 and 0: 75 -> 50, 62; n2: .5 and .5 -> 1 and .5:
+        # 100 -> 75, 62.
         pytest.param(
             [("6000m", "10000"), ("6000m", "10000")],
             [("n1", CPU_ONLY), ("n2", CPU_AND_MEMORY)],
             CPU_ONLY,
-            [50, 75],
+            [62, 62],
             id="requested resources at node capacity",
         ),
-        # Fractions are capped at 1: cpu 9000/6000 -> 1, memory .5 -> 75 on n2 as well.
+        # Fractions are capped at 1: cpu 9000/6000 counts as 1, as in the row above.
         pytest.param(
             [("6000m", "10000"), ("6000m", "10000")],
             [("n1", CPU_ONLY), ("n2", CPU_AND_MEMORY)],
             containers({"cpu": "6000m"}),
-            [50, 75],
+            [62, 62],
             id="requests beyond capacity are capped",
         ),
-        # A node without memory leaves one fraction: no deviation, 100.
+        # A node without memory leaves one fraction: no deviation before or after, 75.
         pytest.param(
             [("4000m", "0"), ("4000m", "10000")],
             [],
             CPU_AND_MEMORY,
-            [100, 87],
+            [75, 68],
             id="a resource the node lacks is left out",
         ),
     ],
@@ -542,12 +555,14 @@ def test_balanced_allocation_skips_best_effort_pods(incoming: Raw) -> None:
 @pytest.mark.parametrize(
     ("resources", "expected"),
     [
-        # cpu 2/4 = .5 and memory 0: std .25 -> 75.
-        pytest.param(("cpu", "memory"), 75, id="the default resources"),
-        # .5, 0 and 1/4 for the device: mean .25, std sqrt(.125/3) = .204 -> 79.
-        pytest.param(("cpu", "memory", "example.com/dev"), 79, id="three resources"),
-        # A scalar resource the pod does not ask for says nothing: cpu alone, no deviation.
-        pytest.param(("cpu", "example.com/other"), 100, id="an unrequested scalar is left out"),
+        # An empty node balances at 100. cpu 2/4 = .5 and memory 0: std .25, 75;
+        # 50 + (50 + 75 - 100) / 2 = 62.
+        pytest.param(("cpu", "memory"), 62, id="the default resources"),
+        # .5, 0 and 1/4 for the device: mean .25, std sqrt(.125/3) = .204, 79: 64.
+        pytest.param(("cpu", "memory", "example.com/dev"), 64, id="three resources"),
+        # A scalar resource the pod does not ask for says nothing: cpu alone, no deviation
+        # before or after, 75.
+        pytest.param(("cpu", "example.com/other"), 75, id="an unrequested scalar is left out"),
     ],
 )
 def test_balanced_allocation_over_configured_resources(
