@@ -35,6 +35,7 @@ from volsched.scheduling.plugins.pod_topology_spread import (
     DefaultConstraint,
     PodTopologySpread,
 )
+from volsched.scheduling.plugins.prioritize_volumes import PrioritizeVolumes
 from volsched.scheduling.plugins.resource_scoring import ResourceAllocationScore
 from volsched.scheduling.plugins.selector_spread import SelectorSpread
 from volsched.scheduling.plugins.service_affinity import ServiceAffinity, ServiceAntiAffinity
@@ -45,7 +46,7 @@ from volsched.scheduling.plugins.volume_restrictions import VolumeRestrictions
 from volsched.scheduling.plugins.volume_zone import VolumeZone
 from volsched.scheduling.policy import PolicySpec
 from volsched.scheduling.volumes.provisioning import ProvisionerCheck
-from volsched.scheduling.volumes.scoring import DEFAULT_SHAPE, ShapePoint
+from volsched.scheduling.volumes.scoring import CAPACITY_SHAPE, DEFAULT_SHAPE, ShapePoint
 
 
 class PluginSet:
@@ -59,7 +60,10 @@ class PluginSet:
         self.cluster = cluster
         self.provisioner_checks = dict(provisioner_checks or {})
         self._shared: dict[str, Any] = {}
-        self.volume_shape: tuple[ShapePoint, ...] = DEFAULT_SHAPE
+        # VolumeBinding's capacity score (StorageCapacityScoring) and volsched's
+        # PrioritizeVolumes each take a shape of their own.
+        self.volume_shape: tuple[ShapePoint, ...] = CAPACITY_SHAPE
+        self.packing_shape: tuple[ShapePoint, ...] = DEFAULT_SHAPE
         self.hard_pod_affinity_weight = DEFAULT_HARD_POD_AFFINITY_WEIGHT
         # InterPodAffinityArgs.ignorePreferredTermsOfExistingPods.
         self.ignore_preferred_terms_of_existing_pods = False
@@ -166,7 +170,8 @@ class PluginSet:
             "TaintTolerationPriority": lambda: self.shared(
                 "TaintToleration", lambda: TaintToleration(cluster)
             ),
-            "PrioritizeVolumes": self.volume_binding,
+            "VolumeCapacityScore": self.volume_binding,
+            "PrioritizeVolumes": lambda: PrioritizeVolumes(cluster, self.packing_shape),
             "VolumeLocality": lambda: self.shared(
                 "VolumeLocality", lambda: VolumeLocality(cluster)
             ),
@@ -187,10 +192,17 @@ def build_profile(
     percentage_of_nodes_to_score: int = 0,
 ) -> Profile:
     for priority in spec.priorities:
-        if priority.kind == "PrioritizeVolumes" and "shape" in priority.argument:
-            plugins.volume_shape = tuple(
+        if "shape" in priority.argument and priority.kind in (
+            "VolumeCapacityScore",
+            "PrioritizeVolumes",
+        ):
+            shape = tuple(
                 ShapePoint(utilization, score) for utilization, score in priority.argument["shape"]
             )
+            if priority.kind == "PrioritizeVolumes":
+                plugins.packing_shape = shape
+            else:
+                plugins.volume_shape = shape
         if priority.kind == "InterPodAffinityPriority":
             plugins.ignore_preferred_terms_of_existing_pods = bool(
                 priority.argument.get("ignorePreferredTermsOfExistingPods")

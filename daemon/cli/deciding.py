@@ -63,7 +63,13 @@ def _profiles(
             replace(spec, policy=with_ignored_resources(spec.policy_for(storage), ignored))
             for spec in settings.profiles
         )
-    return (default_profile(with_storage=storage, scheduler_name=settings.scheduler_name),)
+    return (
+        default_profile(
+            with_storage=storage,
+            scheduler_name=settings.scheduler_name,
+            gates=settings.feature_gates,
+        ),
+    )
 
 
 def _now(args: argparse.Namespace) -> float:
@@ -77,7 +83,7 @@ def _now(args: argparse.Namespace) -> float:
 
 def decide_snapshot(args: argparse.Namespace) -> Run:
     now = _now(args)
-    settings = load_settings(args.config)
+    settings = load_settings(args.config, feature_gates=getattr(args, "feature_gates", None))
     if settings.extenders:
         # Offline there is nobody to call: say so once, and decide without them.
         names = ", ".join(spec.name for spec in settings.extenders)
@@ -111,6 +117,11 @@ def add_snapshot_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--policy", metavar="POLICY.json", help="scheduler Policy file")
     parser.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
+    parser.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        help="kube-scheduler feature gates (StorageCapacityScoring)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed for breaking score ties")
     parser.add_argument("--now", metavar="RFC3339", help="the clock for time-based rules")
     parser.add_argument(

@@ -86,7 +86,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from volsched.daemon.runtime.sd_notify import Notifier
 
     settings = apply_overrides(
-        load_settings(args.config),
+        load_settings(args.config, feature_gates=args.feature_gates),
         {
             "http_address": args.http_address,
             "scheduler_name": args.scheduler_name,
@@ -204,6 +204,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run the scheduler daemon against a cluster")
     run.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG or in-cluster)")
     run.add_argument("--config", metavar="CONFIG.yaml", help="volsched config file")
+    run.add_argument(
+        "--feature-gates",
+        metavar="NAME=BOOL,...",
+        help="kube-scheduler feature gates (StorageCapacityScoring)",
+    )
     run.add_argument(
         "--http-address",
         metavar="HOST:PORT",

@@ -43,6 +43,12 @@ from volsched.scheduling.scheduler_config import (
 from volsched.scheduling.scheduler_config import (
     KIND as SCHEDULER_CONFIGURATION,
 )
+from volsched.scheduling.scheduler_config.feature_gates import (
+    STORAGE_CAPACITY_SCORING,
+    FeatureGates,
+    parse_feature_gates_flag,
+    parse_feature_gates_mapping,
+)
 
 _KEYS = {
     "schedulerName",
@@ -60,6 +66,7 @@ _KEYS = {
     "leaderElection",
     "webhook",
     "shadow",
+    "featureGates",
 }
 
 
@@ -255,6 +262,9 @@ def settings_from_data(
         webhook=webhook,
         extender_scheduler_names=tuple(served),
         shadow=shadow_from_data(data.get("shadow"), source),
+        feature_gates=FeatureGates.from_mapping(
+            parse_feature_gates_mapping(data.get("featureGates"), source)
+        ),
         source=source,
     )
 
@@ -334,11 +344,24 @@ def _documents(text: str, path: str) -> list[Any]:
         raise ConfigError(f"{path}: {exc}") from None
 
 
-def load_settings(path: str | None, environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from a YAML file (or defaults when ``path`` is None)."""
+def _with_gates(settings: Settings, flag: str | None) -> Settings:
+    if flag is None:
+        return settings
+    gates = {STORAGE_CAPACITY_SCORING: settings.feature_gates.storage_capacity_scoring}
+    gates.update(parse_feature_gates_flag(flag))
+    return replace(settings, feature_gates=FeatureGates.from_mapping(gates))
+
+
+def load_settings(
+    path: str | None,
+    environ: Mapping[str, str] | None = None,
+    feature_gates: str | None = None,
+) -> Settings:
+    """Settings from a YAML file (or defaults when ``path`` is None); ``feature_gates``
+    is kube-scheduler's flag, whose gates override the file's."""
     env = dict(os.environ) if environ is None else dict(environ)
     if path is None:
-        return settings_from_data({}, "(defaults)", env)
+        return _with_gates(settings_from_data({}, "(defaults)", env), feature_gates)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
@@ -355,11 +378,15 @@ def load_settings(path: str | None, environ: Mapping[str, str] | None = None) ->
     if len(own) > 1:
         raise ConfigError(f"{path}: holds {len(own)} volsched settings documents; keep one")
     data = own[0] if own else {}
-    settings = settings_from_data(data, str(path), env)
+    settings = _with_gates(settings_from_data(data, str(path), env), feature_gates)
     if not schedulers:
         return settings
     source = f"{path} ({SCHEDULER_CONFIGURATION})"
     config = parse_scheduler_configuration(
-        schedulers[0], source, with_storage=True, default_name=settings.scheduler_name
+        schedulers[0],
+        source,
+        with_storage=True,
+        default_name=settings.scheduler_name,
+        gates=settings.feature_gates,
     )
     return apply_scheduler_configuration(settings, config, data, source)

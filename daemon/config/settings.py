@@ -21,6 +21,7 @@ from volsched.scheduling.scheduler_config import (
     DEFAULT_SCHEDULER_NAME,
     ProfileSpec,
 )
+from volsched.scheduling.scheduler_config.feature_gates import DEFAULT_GATES, FeatureGates
 
 
 def default_identity() -> str:
@@ -158,4 +159,6 @@ class Settings:
     shadow: ShadowSettings = field(default_factory=ShadowSettings)
     # The HTTP extenders a KubeSchedulerConfiguration lists, which volsched calls.
     extenders: tuple[ExtenderSpec, ...] = ()
+    # kube-scheduler's feature gates (``featureGates``, ``--feature-gates``).
+    feature_gates: FeatureGates = DEFAULT_GATES
     source: str = "(defaults)"

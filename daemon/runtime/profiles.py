@@ -31,7 +31,12 @@ def profile_specs(settings: Settings) -> list[tuple[str, PolicySpec]]:
     elif settings.profiles:
         specs = [(profile.scheduler_name, profile.policy) for profile in settings.profiles]
     else:
-        specs = [(settings.scheduler_name, default_profile(with_storage=True).policy)]
+        specs = [
+            (
+                settings.scheduler_name,
+                default_profile(with_storage=True, gates=settings.feature_gates).policy,
+            )
+        ]
     ignored = ignored_by_scheduler(settings.extenders)
     return [(name, with_ignored_resources(policy, ignored)) for name, policy in specs]
 

@@ -282,7 +282,7 @@ REASON_EXTRAS = (
     ("volsched.scheduling.preemption.post_filter", "NOT_ELIGIBLE_TERMINATING"),
 )
 # Reasons built from a template function: called with placeholders.
-REASON_TEMPLATES = (("volsched.scheduling.plugins.taint_toleration", "untolerated_reason", 2),)
+REASON_TEMPLATES: tuple[tuple[str, str, int], ...] = ()
 
 
 def _plugin_names(module: ModuleType) -> list[str]:

@@ -331,7 +331,9 @@ def balance_score(requested: list[int], capacities: list[int]) -> int:
     the fractions requested/allocatable, each capped at 1."""
     # Integer true division: exact for any size, where float() of a large int would
     # overflow.
-    fractions = [min(held / capacity, 1.0) for held, capacity in zip(requested, capacities)]
+    fractions = [
+        min(held / capacity, 1.0) for held, capacity in zip(requested, capacities, strict=True)
+    ]
     if len(fractions) == 2:
         std = abs((fractions[0] - fractions[1]) / 2)
     elif len(fractions) > 2:

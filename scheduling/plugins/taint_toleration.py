@@ -4,10 +4,9 @@ The filter rejects a node with a ``NoSchedule`` or ``NoExecute`` taint the pod d
 tolerate; the score counts the ``PreferNoSchedule`` taints it does not tolerate and
 normalizes in reverse, so the node with the fewest wins.
 
-The rejection names the first untolerated taint, ``node(s) had untolerated taint
-{key: value}``, the wording volsched's users search for (kube-scheduler releases since
-1.28 shorten it to ``node(s) had untolerated taint(s)``; the named form tells an operator
-which taint to tolerate).
+The rejection reads ``node(s) had untolerated taint(s)``, as kube-scheduler 1.36 words it:
+the FailedScheduling message counts nodes per reason, so one wording for every taint keeps
+the count per message whole.
 """
 
 from __future__ import annotations
@@ -38,8 +37,7 @@ from volsched.scheduling.plugins.normalize import default_normalize, normalized
 _HARD_EFFECTS = (TAINT_EFFECT_NO_SCHEDULE, TAINT_EFFECT_NO_EXECUTE)
 
 
-def untolerated_reason(key: str, value: str) -> str:
-    return f"node(s) had untolerated taint {{{key}: {value}}}"
+REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 
 def untolerated_hard_taint(pod: Pod, node: NodeInfo) -> Taint | None:
@@ -79,7 +77,7 @@ class TaintToleration:
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         taint = untolerated_hard_taint(pod, node)
-        return None if taint is None else unresolvable(untolerated_reason(taint.key, taint.value))
+        return None if taint is None else unresolvable(REASON_UNTOLERATED)
 
     @staticmethod
     def _prefer_no_schedule_tolerations(pod: Pod) -> tuple[Toleration, ...]:

@@ -1,6 +1,12 @@
-"""VolumeBinding: CheckVolumeBinding (filter), PrioritizeVolumes (score) and the reserve
-step that assumes the chosen PVs and provisioned claims — one plugin, because the score
-and the reserve read what the filter found for each node."""
+"""VolumeBinding: CheckVolumeBinding (filter), its capacity score and the reserve step
+that assumes the chosen PVs and provisioned claims — one plugin, because the score and
+the reserve read what the filter found for each node.
+
+The score is kube-scheduler 1.36's, which exists only behind the alpha
+``StorageCapacityScoring`` gate: a profile without the gate has no VolumeBinding score at
+all (the profile leaves it out). volsched's own tightest-fit preference is another
+plugin, PrioritizeVolumes, which reads this plugin's per-node findings.
+"""
 
 from __future__ import annotations
 
@@ -60,9 +66,8 @@ from volsched.scheduling.volumes.provisioning import (
     capacities_by_class,
 )
 from volsched.scheduling.volumes.scoring import (
-    DEFAULT_SHAPE,
+    CAPACITY_SHAPE,
     ShapePoint,
-    class_score,
     scale_shape,
     volume_score,
 )
@@ -85,7 +90,7 @@ class VolumeBinding:
     def __init__(
         self,
         cluster: ClusterCache,
-        shape: Sequence[ShapePoint] = DEFAULT_SHAPE,
+        shape: Sequence[ShapePoint] = CAPACITY_SHAPE,
         provisioner_checks: Mapping[str, ProvisionerCheck] | None = None,
     ) -> None:
         self.cluster = cluster
@@ -163,31 +168,28 @@ class VolumeBinding:
     # -- Score -----------------------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        """Upstream's Skip: without a PV chosen for some node there is nothing to rank
-        (claims to provision, or none at all, score 0 everywhere)."""
-        data: VolumeBindingState | None = state.read(NAME)
-        if data is None or not any(volumes.static_bindings for volumes in data.by_node.values()):
-            return SKIP
+        """Runs only in a profile with the StorageCapacityScoring gate, where upstream
+        scores every pod (0 on a node without volumes chosen for it)."""
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
+        """Upstream's capacity score: the chosen PVs by class when there are any, else the
+        claims to provision against the capacity the node publishes for their class."""
         data: VolumeBindingState | None = state.read(NAME)
-        if data is None:
+        volumes = data.by_node.get(node.name) if data is not None else None
+        if volumes is None:
             return 0
-        volumes = data.by_node.get(node.name)
-        if volumes is None or not volumes.static_bindings:
-            return 0
-        if len(volumes.static_bindings) == 1:
-            # One class, one PV: the average of one score is that score.
-            only = volumes.static_bindings[0]
-            return class_score(self.shape, claim_request(only.claim), only.pv.capacity)
+        if volumes.static_bindings:
+            return volume_score(self.shape, volumes.static_by_class())
         by_class: dict[str, tuple[int, int]] = {}
-        for binding in volumes.static_bindings:
-            requested, capacity = by_class.get(binding.pv.storage_class, (0, 0))
-            by_class[binding.pv.storage_class] = (
-                requested + claim_request(binding.claim),
-                capacity + binding.pv.capacity,
-            )
+        for claim in volumes.dynamic_provisions:
+            published = volumes.node_capacities.get(claim.key)
+            if published is None:
+                continue
+            requested, _ = by_class.get(claim.class_name, (0, 0))
+            # The class's capacity on the node is counted once, however many claims of
+            # the class the pod has.
+            by_class[claim.class_name] = (requested + claim_request(claim), published)
         return volume_score(self.shape, by_class)
 
     # -- Reserve ---------------------------------------------------------------------

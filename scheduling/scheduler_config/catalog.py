@@ -65,8 +65,11 @@ PLUGINS: dict[str, PluginKind] = {
     ),
     "VolumeRestrictions": _kind("preFilter filter", "NoDiskConflict"),
     "NodeVolumeLimits": _kind("preFilter filter", "MaxCSIVolumeCountPred"),
+    # Its score is upstream's StorageCapacityScoring one: in a profile only with the gate.
     "VolumeBinding": _kind(
-        "preFilter filter reserve preBind preScore score", "CheckVolumeBinding", "PrioritizeVolumes"
+        "preFilter filter reserve preBind preScore score",
+        "CheckVolumeBinding",
+        "VolumeCapacityScore",
     ),
     "VolumeZone": _kind("preFilter filter", "NoVolumeZoneConflict"),
     "PodTopologySpread": _kind(
@@ -87,7 +90,9 @@ PLUGINS: dict[str, PluginKind] = {
     # Removed upstream (replaced by PodTopologySpread's system defaults); kept for users
     # who still list it.
     "SelectorSpread": _kind("preScore score", None, "SelectorSpreadPriority"),
-    # volsched's storage plugins.
+    # volsched's storage plugins. PrioritizeVolumes reads what VolumeBinding's filter
+    # chose for each node.
+    "PrioritizeVolumes": _kind("preScore score", None, "PrioritizeVolumes"),
     "StorageNodeReady": _kind("filter", "StorageNodeReady"),
     "VolumeLocality": _kind("filter score", "CheckVolumeLocality", "VolumeLocality"),
 }
@@ -130,8 +135,7 @@ OUT_OF_TREE = frozenset(
 )
 
 # Upstream's default multi-point set, in its order and with its weights (pkg/scheduler/
-# apis/config/v1/default_plugins.go), less what volsched does not run; VolumeBinding
-# scores here (PrioritizeVolumes) with weight 1.
+# apis/config/v1/default_plugins.go), less what volsched does not run.
 DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("SchedulingGates", None),
     ("PrioritySort", None),
@@ -153,6 +157,9 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("ImageLocality", 1),
     ("DefaultBinder", None),
 )
+# Joined in volsched's own default profile, never in a KubeSchedulerConfiguration's
+# unless enabled there: volsched's storage preference, which kube-scheduler lacks.
+VOLSCHED_MULTI_POINT: tuple[tuple[str, int | None], ...] = (("PrioritizeVolumes", 1),)
 # Joined when the cluster runs volsched's replicated storage.
 STORAGE_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("StorageNodeReady", None),
@@ -188,5 +195,10 @@ FIXED_POINTS = {
 }
 
 
-def default_plugins(with_storage: bool) -> tuple[tuple[str, int | None], ...]:
-    return DEFAULT_MULTI_POINT + (STORAGE_MULTI_POINT if with_storage else ())
+def default_plugins(
+    with_storage: bool, volsched_defaults: bool = False
+) -> tuple[tuple[str, int | None], ...]:
+    """kube-scheduler's defaults; volsched's own default profile adds its storage
+    preference, and a cluster with replicated storage the storage plugins."""
+    own = VOLSCHED_MULTI_POINT if volsched_defaults else ()
+    return DEFAULT_MULTI_POINT + own + (STORAGE_MULTI_POINT if with_storage else ())

@@ -9,6 +9,7 @@ from typing import Any
 
 from volsched.scheduling.extender_config import ExtenderSpec, parse_extenders
 from volsched.scheduling.scheduler_config.catalog import DEFAULT_SCHEDULER_NAME, KIND
+from volsched.scheduling.scheduler_config.feature_gates import DEFAULT_GATES, FeatureGates
 from volsched.scheduling.scheduler_config.fields import (
     INT32_MAX,
     Where,
@@ -66,7 +67,11 @@ def _percentage(value: Any, where: Where) -> int | None:
 
 
 def _profiles(
-    body: Mapping[str, Any], where: Where, with_storage: bool, default_name: str
+    body: Mapping[str, Any],
+    where: Where,
+    with_storage: bool,
+    default_name: str,
+    gates: FeatureGates,
 ) -> tuple[tuple[ProfileSpec, ...], int | None]:
     profiles_data = items(body.get("profiles"), where.at("profiles"))
     profiles: list[ProfileSpec] = []
@@ -75,7 +80,7 @@ def _profiles(
         at = where.at("profiles").at(index) if profiles_data else where.at("profiles")
         if item is not None and not isinstance(item, Mapping):
             raise at.fail("must be a mapping")
-        profile = compile_profile(item, at, default_name, with_storage)
+        profile = compile_profile(item, at, default_name, with_storage, gates)
         if item is not None and item.get("percentageOfNodesToScore") is not None:
             # As upstream: a profile's own value overrides the top-level one.
             profile = replace(
@@ -95,15 +100,17 @@ def parse_scheduler_configuration(
     source: str,
     with_storage: bool = True,
     default_name: str = DEFAULT_SCHEDULER_NAME,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> SchedulerConfiguration:
-    """A decoded KubeSchedulerConfiguration document."""
+    """A decoded KubeSchedulerConfiguration document, read with kube-scheduler's feature
+    gates as given."""
     where = Where(source, "")
     if not isinstance(data, Mapping):
         raise where.fail("must be a mapping")
     check_api_version(data.get("apiVersion"), where)
     body = mapping(data, where, TOP_LEVEL_FIELDS)
     extenders = parse_extenders(body.get("extenders"), source)
-    profiles, percentage = _profiles(body, where, with_storage, default_name)
+    profiles, percentage = _profiles(body, where, with_storage, default_name, gates)
     initial = maximum = None
     if body.get("podInitialBackoffSeconds") is not None:
         initial = float(

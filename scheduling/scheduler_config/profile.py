@@ -19,6 +19,7 @@ from volsched.scheduling.scheduler_config.catalog import (
     PLUGINS,
     default_plugins,
 )
+from volsched.scheduling.scheduler_config.feature_gates import DEFAULT_GATES, FeatureGates
 from volsched.scheduling.scheduler_config.fields import Where, items, mapping, name
 from volsched.scheduling.scheduler_config.plugin_args import plugin_args
 from volsched.scheduling.scheduler_config.plugin_sets import (
@@ -60,7 +61,9 @@ class ProfileSpec:
         return self.policy_without_storage
 
 
-def _arguments(body: Mapping[str, Any], where: Where) -> dict[str, dict[str, Any]]:
+def _arguments(
+    body: Mapping[str, Any], where: Where, gates: FeatureGates
+) -> dict[str, dict[str, Any]]:
     arguments: dict[str, dict[str, Any]] = {}
     for index, item in enumerate(items(body.get("pluginConfig"), where.at("pluginConfig"))):
         at = where.at("pluginConfig").at(index)
@@ -69,20 +72,36 @@ def _arguments(body: Mapping[str, Any], where: Where) -> dict[str, dict[str, Any
         if plugin in arguments:
             raise at.at("name").fail(f"{plugin} is configured twice")
         arguments[plugin] = plugin_args(entry, at, plugin)
+        shaped = plugin == "VolumeBinding" and "shape" in arguments[plugin]
+        if shaped and not gates.storage_capacity_scoring:
+            # As upstream's validation: a shape would take effect unseen the day the gate
+            # is turned on.
+            raise (
+                at.at("args")
+                .at("shape")
+                .fail(
+                    "unexpected field `shape`, remove it or turn on the feature gate "
+                    "StorageCapacityScoring"
+                )
+            )
     return arguments
 
 
 def _policy(
-    body: Mapping[str, Any], where: Where, with_storage: bool
+    body: Mapping[str, Any],
+    where: Where,
+    with_storage: bool,
+    gates: FeatureGates,
+    volsched_defaults: bool,
 ) -> tuple[PolicySpec, dict[str, dict[str, Any]], bool]:
     sets = parse_plugins(body.get("plugins"), where.at("plugins"))
     check_fixed_points(sets, where)
-    multi = merge(default_plugins(with_storage), sets[MULTI_POINT])
+    multi = merge(default_plugins(with_storage, volsched_defaults), sets[MULTI_POINT])
     filters = point_plugins("filter", sets["filter"], multi)
     scores = point_plugins("score", sets["score"], multi)
     post_filters = point_plugins("postFilter", sets["postFilter"], multi)
     check_derived_points(sets, multi, filters, scores, where)
-    arguments = _arguments(body, where)
+    arguments = _arguments(body, where, gates)
 
     predicates = []
     for plugin, _ in filters:
@@ -92,6 +111,9 @@ def _policy(
     priorities = []
     for plugin, weight in scores:
         kind = PLUGINS[plugin].score_kind
+        if kind == "VolumeCapacityScore" and not gates.storage_capacity_scoring:
+            # Upstream's PreScore skips every pod without the gate.
+            continue
         if kind is not None:
             argument = _score_arguments(plugin, arguments)
             priorities.append(PrioritySpec(plugin, kind, weight or 1, argument))
@@ -113,15 +135,21 @@ def _policy(
 
 
 def compile_profile(
-    data: Mapping[str, Any] | None, where: Where, default_name: str, with_storage: bool = True
+    data: Mapping[str, Any] | None,
+    where: Where,
+    default_name: str,
+    with_storage: bool = True,
+    gates: FeatureGates = DEFAULT_GATES,
+    volsched_defaults: bool = False,
 ) -> ProfileSpec:
-    """One ``profiles[]`` entry (None: the default profile)."""
+    """One ``profiles[]`` entry (None: kube-scheduler's default profile, or volsched's
+    own with ``volsched_defaults``)."""
     body = mapping(
         data, where, ("schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore")
     )
     scheduler_name = name(body.get("schedulerName") or default_name, where.at("schedulerName"))
-    policy, arguments, preemption = _policy(body, where, with_storage)
-    plain = _policy(body, where, with_storage=False)[0] if with_storage else None
+    policy, arguments, preemption = _policy(body, where, with_storage, gates, volsched_defaults)
+    plain = _policy(body, where, False, gates, volsched_defaults)[0] if with_storage else None
     bind_timeout = arguments.get("VolumeBinding", {}).get(
         "bindTimeoutSeconds", DEFAULT_BIND_TIMEOUT_SECONDS
     )
@@ -161,10 +189,15 @@ def _score_arguments(plugin: str, arguments: Mapping[str, Mapping[str, Any]]) ->
 
 
 def default_profile(
-    with_storage: bool, scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    with_storage: bool,
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME,
+    gates: FeatureGates = DEFAULT_GATES,
 ) -> ProfileSpec:
-    """kube-scheduler's default plugin set (plus the storage plugins), as a profile."""
-    profile = compile_profile(None, Where("(default profile)"), scheduler_name, with_storage)
+    """volsched's default profile: kube-scheduler's default plugin set, volsched's storage
+    preference (PrioritizeVolumes), and the storage plugins."""
+    profile = compile_profile(
+        None, Where("(default profile)"), scheduler_name, with_storage, gates, True
+    )
     return replace(
         profile,
         policy=replace(profile.policy, is_default=True),

@@ -22,7 +22,7 @@ from volsched.cache.objects.storage import (
     PersistentVolumeClaim,
 )
 from volsched.scheduling.volumes.claims import PodVolumeClaims
-from volsched.scheduling.volumes.matching import ClaimMatcher
+from volsched.scheduling.volumes.matching import ClaimMatcher, claim_request
 from volsched.scheduling.volumes.provisioning import ProvisionerCheck, check_provisions
 
 REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
@@ -50,6 +50,19 @@ class PodVolumes:
     static_bindings: list[StaticBinding] = field(default_factory=list)
     dynamic_provisions: list[PersistentVolumeClaim] = field(default_factory=list)
     plans: dict[str, object] = field(default_factory=dict)
+    # Claim key → the node's published capacity for its class (CSIStorageCapacity).
+    node_capacities: dict[str, int] = field(default_factory=dict)
+
+    def static_by_class(self) -> dict[str, tuple[int, int]]:
+        """The chosen PVs per StorageClass: (claims' requests, PVs' capacity), summed."""
+        by_class: dict[str, tuple[int, int]] = {}
+        for binding in self.static_bindings:
+            requested, capacity = by_class.get(binding.pv.storage_class, (0, 0))
+            by_class[binding.pv.storage_class] = (
+                requested + claim_request(binding.claim),
+                capacity + binding.pv.capacity,
+            )
+        return by_class
 
 
 @dataclass(slots=True)
@@ -143,6 +156,7 @@ def _find_unbound(
     # replaced by whether they can all be provisioned here.
     outcome = check_provisions(cluster, to_provision, node, cycle.capacities, checks)
     volumes.dynamic_provisions = outcome.provisions
+    volumes.node_capacities = outcome.node_capacities
     volumes.plans = outcome.plans
     return outcome.satisfied, outcome.sufficient_storage, outcome.details
 

@@ -61,6 +61,9 @@ class ProvisionOutcome:
     provisions: list[PersistentVolumeClaim] = field(default_factory=list)
     plans: dict[str, object] = field(default_factory=dict)
     details: list[str] = field(default_factory=list)
+    # Per claim key: the capacity of the CSIStorageCapacity that admitted it on the node,
+    # which VolumeBinding's capacity score reads.
+    node_capacities: dict[str, int] = field(default_factory=dict)
 
 
 def capacities_by_class(
@@ -74,26 +77,29 @@ def capacities_by_class(
     return result
 
 
-def _has_enough_capacity(
+def _capacity_for(
     cluster: ClusterCache,
     claim: PersistentVolumeClaim,
     storage_class: StorageClass,
     node: NodeInfo,
     capacities: Mapping[str, list[CSIStorageCapacity]],
-) -> bool:
+) -> tuple[bool, CSIStorageCapacity | None]:
+    """(enough capacity, the first CSIStorageCapacity the node reaches that holds the
+    claim); with no capacity to check — no request, a driver that publishes none — the
+    claim fits and there is no object."""
     if claim.request is None:
-        return True
+        return True, None
     driver = cluster.csi_drivers.get(storage_class.provisioner)
     if driver is None or not driver.storage_capacity:
-        return True
+        return True, None
     labels = node.node.meta.labels
     for capacity in capacities.get(storage_class.meta.name, ()):
         limit = capacity.limit()
         if limit is None or limit < claim.request:
             continue
         if capacity.node_topology is not None and capacity.node_topology.matches(labels):
-            return True
-    return False
+            return True, capacity
+    return False, None
 
 
 def check_provisions(
@@ -116,8 +122,11 @@ def check_provisions(
             return ProvisionOutcome(satisfied=False)
         if not match_topology_terms(storage_class.allowed_topologies, node.node.meta.labels):
             return ProvisionOutcome(satisfied=False)
-        if not _has_enough_capacity(cluster, claim, storage_class, node, capacities):
+        enough, capacity = _capacity_for(cluster, claim, storage_class, node, capacities)
+        if not enough:
             return ProvisionOutcome(sufficient_storage=False)
+        if capacity is not None and capacity.capacity is not None:
+            outcome.node_capacities[claim.key] = capacity.capacity
         extra = checks.get(provisioner)
         if extra is not None:
             feasible, reasons, plan = extra.check(

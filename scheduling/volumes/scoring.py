@@ -1,6 +1,8 @@
-"""PrioritizeVolumes: prefer the node whose chosen PVs fit the claims most tightly.
+"""Volume scores: utilization of the chosen storage mapped through a shape.
 
-Upstream's volume binding score, integer for integer: per StorageClass of the chosen PVs,
+Both volsched's PrioritizeVolumes (tightest fit) and VolumeBinding's capacity score
+(StorageCapacityScoring, emptiest fit by default) use upstream's arithmetic, integer for
+integer: per StorageClass of the chosen PVs,
 utilization = requested × 100 // capacity (100 when capacity is 0 or exceeded), mapped
 through a broken-linear shape whose scores are scaled ×10 to 0..100, then averaged over
 classes and rounded half away from zero. Go's division truncates toward zero, so the
@@ -24,7 +26,11 @@ class ShapePoint:
     score: int
 
 
+# PrioritizeVolumes: the fuller the chosen PVs, the better (less capacity stranded).
 DEFAULT_SHAPE = (ShapePoint(0, 0), ShapePoint(100, 10))
+# VolumeBinding's default under StorageCapacityScoring (upstream's defaults.go): the
+# emptiest fit scores highest.
+CAPACITY_SHAPE = (ShapePoint(0, 10), ShapePoint(100, 0))
 
 
 def go_div(numerator: int, denominator: int) -> int:

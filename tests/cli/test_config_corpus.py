@@ -16,6 +16,7 @@ from volsched.daemon.cli.main import main
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.runtime.profiles import build_profiles
 from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.policy import PrioritySpec
 from volsched.scheduling.scheduler_config import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,22 +141,29 @@ def test_a_disabled_filter_admits_a_node_it_would_reject(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     report = simulate(capsys, EXAMPLE)["batch/report"]
-    assert report["filtered"]["node-b2"] == ["node(s) had untolerated taint {dedicated: gpu}"]
+    assert report["filtered"]["node-b2"] == ["node(s) had untolerated taint(s)"]
     admitted = simulate(capsys, EXAMPLE, "--config", config("filter-disabled.yaml"))
     assert "node-b2" not in admitted["batch/report"]["filtered"]
 
 
 @pytest.mark.parametrize("name", ["kwok-empty-defaults.yaml", "every-plugin-argument.yaml"])
-def test_defaults_spelled_out_decide_as_no_configuration(
-    name: str, capsys: pytest.CaptureFixture[str]
+def test_defaults_spelled_out_decide_as_kube_schedulers_default_profile(
+    name: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """Neither names a storage plugin: each gets the profile no configuration gives,
-    scores included (no storage plugin joins on a cluster without replicated storage)."""
-    plain = simulate(capsys, EXAMPLE)
+    """Neither names a storage plugin: each decides as a configuration with no profile
+    at all — kube-scheduler's default profile — scores included. Without a configuration
+    volsched's own profile adds PrioritizeVolumes, which scores only pods whose claims
+    have PVs to choose from."""
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(HEAD)
+    plain = simulate(capsys, EXAMPLE, "--config", str(bare))
     configured = simulate(capsys, EXAMPLE, "--config", config(name))
     assert {pod: (e["node"], e["scores"]) for pod, e in configured.items()} == {
         pod: (e["node"], e["scores"]) for pod, e in plain.items()
     }
+    own = simulate(capsys, EXAMPLE)
+    differing = {pod for pod in own if own[pod]["scores"] != plain[pod]["scores"]}
+    assert differing == {"shop/kafka-0"}
 
 
 def test_every_plugin_argument_at_its_default_is_the_default_profile() -> None:
@@ -163,7 +171,11 @@ def test_every_plugin_argument_at_its_default_is_the_default_profile() -> None:
     (profile,) = settings.profiles
     default = default_profile(with_storage=False).policy
     assert profile.policy_for(False).predicates == default.predicates
-    assert profile.policy_for(False).priorities == default.priorities
+    # volsched's own default profile adds only its storage preference.
+    assert (
+        *profile.policy_for(False).priorities,
+        PrioritySpec("PrioritizeVolumes", "PrioritizeVolumes", 1),
+    ) == default.priorities
     assert profile.bind_timeout_seconds == 600
     assert profile.policy.min_candidate_nodes == (10, 100)
 

@@ -53,7 +53,7 @@ def test_example_snapshot_decisions(capsys: pytest.CaptureFixture[str]) -> None:
     report = pods["batch/report"]
     assert report["node"] is None
     assert report["message"] == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint {dedicated: gpu}, "
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
         "2 Insufficient cpu."
     )
     assert report["scores"] == {}
@@ -104,13 +104,13 @@ def test_explain_rows(capsys: pytest.CaptureFixture[str]) -> None:
     report = json.loads(out)
     rows = {row["node"]: row for row in report["nodes"]}
     assert rows["node-a1"]["result"] == "chosen"
-    assert rows["node-a1"]["scores"]["VolumeBinding"] == {"score": 80, "weight": 1}
-    assert rows["node-b1"]["scores"]["VolumeBinding"] == {"score": 40, "weight": 1}
+    assert rows["node-a1"]["scores"]["PrioritizeVolumes"] == {"score": 80, "weight": 1}
+    assert rows["node-b1"]["scores"]["PrioritizeVolumes"] == {"score": 40, "weight": 1}
     assert rows["node-b2"] == {
         "node": "node-b2",
         "result": "rejected",
         "predicate": "TaintToleration",
-        "reasons": ["node(s) had untolerated taint {dedicated: gpu}"],
+        "reasons": ["node(s) had untolerated taint(s)"],
     }
     status, out, _ = run(capsys, "explain", "shop/kafka-1", EXAMPLE, "-o", "table")
     assert "pending — 0/3 nodes are available" in out

@@ -130,7 +130,7 @@ async def test_explain_says_why_a_pod_is_pending_node_by_node(
     assert reasons == {
         "node-a1": ["Insufficient cpu"],
         "node-b1": ["Insufficient cpu"],
-        "node-b2": ["node(s) had untolerated taint {dedicated: gpu}"],
+        "node-b2": ["node(s) had untolerated taint(s)"],
     }
 
 

@@ -25,7 +25,7 @@ from volsched.emulator.faults import WRITE_METHODS
 
 Raw = dict[str, Any]
 PODS = 200
-TAINT = "node(s) had untolerated taint {dedicated: infra}"
+TAINT = "node(s) had untolerated taint(s)"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
 
 

@@ -22,6 +22,7 @@ from volsched.scheduling.scheduler_config import (
     default_profile,
     parse_scheduler_configuration,
 )
+from volsched.scheduling.scheduler_config.feature_gates import DEFAULT_GATES, FeatureGates
 
 HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
 DEFAULT_FILTERS = [
@@ -43,17 +44,20 @@ DEFAULT_SCORES = [
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
     ("NodeResourcesFit", 1),
-    ("VolumeBinding", 1),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
 ]
+# volsched's own default profile adds its storage preference to kube-scheduler's.
+VOLSCHED_SCORES = [*DEFAULT_SCORES, ("PrioritizeVolumes", 1)]
 
 
-def one_profile(body: str, with_storage: bool = False) -> ProfileSpec:
+def one_profile(
+    body: str, with_storage: bool = False, gates: FeatureGates = DEFAULT_GATES
+) -> ProfileSpec:
     config = parse_scheduler_configuration(
-        yaml.safe_load(HEAD + body), "sched.yaml", with_storage=with_storage
+        yaml.safe_load(HEAD + body), "sched.yaml", with_storage=with_storage, gates=gates
     )
     (profile,) = config.profiles
     return profile
@@ -70,12 +74,46 @@ def weighted(profile: ProfileSpec) -> list[tuple[str, int]]:
 def test_default_profile_is_upstreams_default_set() -> None:
     profile = default_profile(with_storage=False)
     assert filters(profile) == DEFAULT_FILTERS
-    assert weighted(profile) == DEFAULT_SCORES
+    assert weighted(profile) == VOLSCHED_SCORES
     assert profile.preemption
     assert profile.policy.is_default
     storage = default_profile(with_storage=True)
     assert filters(storage) == [*DEFAULT_FILTERS, "StorageNodeReady", "VolumeLocality"]
-    assert weighted(storage) == [*DEFAULT_SCORES, ("VolumeLocality", 1)]
+    assert weighted(storage) == [*VOLSCHED_SCORES, ("VolumeLocality", 1)]
+
+
+def test_volume_binding_scores_only_with_the_storage_capacity_scoring_gate() -> None:
+    """1.36: VolumeBinding's PreScore skips every pod unless StorageCapacityScoring is on,
+    and its shape may only be given with the gate."""
+    gated = parse_scheduler_configuration(
+        yaml.safe_load(HEAD + "profiles: [{schedulerName: s}]"),
+        "sched.yaml",
+        with_storage=False,
+        gates=FeatureGates(storage_capacity_scoring=True),
+    )
+    (profile,) = gated.profiles
+    assert ("VolumeBinding", 1) in weighted(profile)
+    shape = (
+        "profiles: [{schedulerName: s, pluginConfig: [{name: VolumeBinding, args: "
+        "{shape: [{utilization: 0, score: 0}, {utilization: 100, score: 10}]}}]}]"
+    )
+    with pytest.raises(ConfigError) as refused:
+        one_profile(shape)
+    assert str(refused.value) == (
+        "sched.yaml: profiles[0].pluginConfig[0].args.shape: unexpected field `shape`, "
+        "remove it or turn on the feature gate StorageCapacityScoring"
+    )
+
+
+def test_prioritize_volumes_joins_a_configured_profile_only_when_enabled() -> None:
+    enabled = one_profile(
+        "profiles: [{schedulerName: s, plugins: {multiPoint: {enabled: "
+        "[{name: PrioritizeVolumes, weight: 3}]}}}]"
+    )
+    assert ("PrioritizeVolumes", 3) in weighted(enabled)
+    assert "PrioritizeVolumes" not in [name for name, _ in weighted(one_profile("profiles: []"))]
+    disabled = default_profile(with_storage=False)
+    assert ("PrioritizeVolumes", 1) in weighted(disabled)
 
 
 def test_a_profile_without_plugins_is_the_default() -> None:
@@ -130,7 +168,7 @@ def test_a_profile_without_plugins_is_the_default() -> None:
         pytest.param(
             "multiPoint: {disabled: [{name: '*'}], enabled: [{name: NodeResourcesFit}, {name: VolumeBinding}]}",
             ["NodeResourcesFit", "VolumeBinding"],
-            [("NodeResourcesFit", 1), ("VolumeBinding", 1)],
+            [("NodeResourcesFit", 1)],
             id="a minimal multiPoint set",
         ),
         pytest.param(
@@ -186,7 +224,8 @@ profiles:
       addedAffinity:
         requiredDuringSchedulingIgnoredDuringExecution:
           nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [storage]}]}]
-"""
+""",
+        gates=FeatureGates(storage_capacity_scoring=True),
     )
     assert profile.bind_timeout_seconds == 90
     by_name: dict[str, Any] = {p.name: p for p in profile.policy.priorities}

@@ -10,7 +10,7 @@ import pytest
 from tests.support import cluster, node, parse, pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.status import Code
-from volsched.scheduling.plugins.taint_toleration import TaintToleration, untolerated_reason
+from volsched.scheduling.plugins.taint_toleration import REASON_UNTOLERATED, TaintToleration
 
 Raw = dict[str, Any]
 
@@ -30,7 +30,7 @@ def toleration(key: str, value: str, effect: str, operator: str = "Equal") -> Ra
         pytest.param(
             [],
             [taint("dedicated", "user1", "NoSchedule")],
-            untolerated_reason("dedicated", "user1"),
+            REASON_UNTOLERATED,
             id="no tolerations",
         ),
         pytest.param(
@@ -42,7 +42,7 @@ def toleration(key: str, value: str, effect: str, operator: str = "Equal") -> Ra
         pytest.param(
             [toleration("dedicated", "user2", "NoSchedule")],
             [taint("dedicated", "user1", "NoSchedule")],
-            untolerated_reason("dedicated", "user1"),
+            REASON_UNTOLERATED,
             id="other value",
         ),
         pytest.param(
@@ -63,7 +63,7 @@ def toleration(key: str, value: str, effect: str, operator: str = "Equal") -> Ra
         pytest.param(
             [toleration("foo", "bar", "PreferNoSchedule")],
             [taint("foo", "bar", "NoSchedule")],
-            untolerated_reason("foo", "bar"),
+            REASON_UNTOLERATED,
             id="toleration for another effect",
         ),
         pytest.param(
@@ -81,7 +81,7 @@ def toleration(key: str, value: str, effect: str, operator: str = "Equal") -> Ra
         pytest.param(
             [],
             [taint("evict", "", "NoExecute")],
-            untolerated_reason("evict", ""),
+            REASON_UNTOLERATED,
             id="NoExecute filters",
         ),
         pytest.param(
@@ -91,7 +91,7 @@ def toleration(key: str, value: str, effect: str, operator: str = "Equal") -> Ra
                 taint("b", "2", "NoSchedule"),
                 taint("c", "3", "NoExecute"),
             ],
-            untolerated_reason("b", "2"),
+            REASON_UNTOLERATED,
             id="one untolerated taint among tolerated ones",
         ),
         pytest.param(

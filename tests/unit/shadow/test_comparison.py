@@ -10,7 +10,7 @@ from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.shadow.comparison import Comparison, Outcome, compare
 
 NODES = frozenset({"a", "b", "c", "d"})
-TAINT = "node(s) had untolerated taint {dedicated: infra}"
+TAINT = "node(s) had untolerated taint(s)"
 CPU = "Insufficient cpu"
 FIT_ERROR = "0/4 nodes are available: 4 Insufficient cpu."
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from volsched.scheduling.shadow.comparison import Comparison, Outcome
 from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
 
-TAINT = "node(s) had untolerated taint {dedicated: infra}"
+TAINT = "node(s) had untolerated taint(s)"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
 
 

@@ -10,8 +10,10 @@ import pytest
 
 from tests.support import cluster, node, pod, pv, pvc, storage_class
 from volsched.cache.cluster import ClusterCache
+from volsched.scheduling.framework.interfaces import ScorePlugin
 from volsched.scheduling.framework.profile import Predicate, Priority, Profile
 from volsched.scheduling.framework.runner import Decision, Scheduler
+from volsched.scheduling.plugins.prioritize_volumes import PrioritizeVolumes
 from volsched.scheduling.plugins.volume_binding import VolumeBinding
 from volsched.scheduling.plugins.volume_zone import VolumeZone
 from volsched.scheduling.simulation import claim_outcomes
@@ -38,12 +40,17 @@ def decide(objects: list[dict[str, Any]], pod_name: str = "p", zone: bool = Fals
     return scheduler_for(cache, zone).schedule(cache.pending[f"default/{pod_name}"])
 
 
-def scheduler_for(cache: ClusterCache, zone: bool = False) -> Scheduler:
+def scheduler_for(
+    cache: ClusterCache, zone: bool = False, capacity_scoring: bool = False
+) -> Scheduler:
+    """VolumeBinding's filter with volsched's PrioritizeVolumes, or with VolumeBinding's
+    own capacity score (the StorageCapacityScoring gate)."""
     binding = VolumeBinding(cache)
     predicates = [Predicate("CheckVolumeBinding", binding)]
     if zone:
         predicates.append(Predicate("NoVolumeZoneConflict", VolumeZone(cache)))
-    profile = Profile(predicates, [Priority("PrioritizeVolumes", binding, 1)])
+    score: ScorePlugin = binding if capacity_scoring else PrioritizeVolumes(cache)
+    profile = Profile(predicates, [Priority(score.name, score, 1)])
     return Scheduler(cache, profile, random.Random(0))
 
 
@@ -342,6 +349,24 @@ def test_smallest_pv_that_fits_is_chosen_and_scored_tightest() -> None:
     assert decision.scores == {"a": 25, "b": 50}
     assert decision.node == "b"
     assert claim_outcomes(decision) == {"c1": {"volume": "b-100"}}
+
+
+def test_capacity_scoring_prefers_the_emptiest_fit() -> None:
+    """StorageCapacityScoring's default shape (0% → 10, 100% → 0, scaled to 0..100): the
+    same choices of PV score in reverse, a's 200Gi at 25% above b's 100Gi at 50%."""
+    objects = [
+        node("a"),
+        node("b"),
+        WFC,
+        pv("a-200", "200Gi", node_names=["a"]),
+        pv("b-100", "100Gi", node_names=["b"]),
+        pvc("c1", request="50Gi"),
+        pod("p", claims=["c1"]),
+    ]
+    cache = cluster(*objects)
+    decision = scheduler_for(cache, capacity_scoring=True).schedule(cache.pending["default/p"])
+    assert decision.scores == {"a": 75, "b": 50}
+    assert decision.node == "a"
 
 
 def test_claims_are_matched_smallest_request_first_and_each_pv_once() -> None:
