@@ -37,7 +37,7 @@ from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.extender_config import ExtenderSpec
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision, Scheduler
-from volsched.scheduling.preemption.post_filter import PREFIX, Preemption
+from volsched.scheduling.preemption.post_filter import Preemption
 
 log = logging.getLogger("volsched.loop")
 
@@ -139,7 +139,7 @@ class ExtendedSchedulingLoop(SchedulingLoop):
         try:
             found.candidates = await self.calls.preempt(decision.pod, found.candidates)
         except ExtenderError as exc:
-            found.message = PREFIX + str(exc)
+            found.refuse(str(exc))
             return found
         finally:
             self.heartbeat = self.monotonic()

@@ -132,6 +132,17 @@ class ReservePlugin(Protocol):
 
 
 @runtime_checkable
+class PostFilterPlugin(Protocol):
+    """A PostFilter that runs before preemption (upstream's DynamicResources): its reason
+    leads the PostFilter text, and an ERROR status ends the PostFilter with no
+    preemption, as kube-scheduler's RunPostFilterPlugins does."""
+
+    name: str
+
+    def post_filter(self, state: CycleState, pod: Pod) -> Status: ...
+
+
+@runtime_checkable
 class PostBindPlugin(Protocol):
     name: str
 

@@ -18,6 +18,7 @@ from volsched.scheduling.framework.interfaces import (
     NodeLocalScore,
     NormalizeScorePlugin,
     PostBindPlugin,
+    PostFilterPlugin,
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
@@ -70,6 +71,8 @@ class Profile:
     pre_filter_extensions: list[PreFilterExtensions] = field(default_factory=list)
     reservers: list[ReservePlugin] = field(default_factory=list)
     post_binders: list[PostBindPlugin] = field(default_factory=list)
+    # The PostFilters that run before DefaultPreemption, in filter order.
+    post_filters: list[PostFilterPlugin] = field(default_factory=list)
     # Each priority with its optional extension points, resolved once: isinstance on a
     # runtime Protocol is slow, and the cycle asks for every pod.
     score_steps: list[ScoreStep] = field(default_factory=list)
@@ -85,6 +88,7 @@ class Profile:
         self.pre_filter_extensions = []
         self.reservers = []
         self.post_binders = []
+        self.post_filters = []
         plugins: list[object] = [p.plugin for p in self.predicates] + [
             p.plugin for p in self.priorities
         ]
@@ -100,6 +104,8 @@ class Profile:
                 self.reservers.append(plugin)
             if isinstance(plugin, PostBindPlugin):
                 self.post_binders.append(plugin)
+            if isinstance(plugin, PostFilterPlugin) and id(plugin) in filters:
+                self.post_filters.append(plugin)
 
         self.filter_keys = [
             p.plugin.filter_key if isinstance(p.plugin, NodeLocalFilter) else None

@@ -58,6 +58,12 @@ class Preemption:
     lower_nominated: tuple[Pod, ...] = ()
     # Internal errors of the dry run (a filter that failed on some node).
     errors: list[str] = field(default_factory=list)
+    # The reasons of the PostFilters that ran before preemption, each followed by ", ".
+    lead: str = ""
+
+    def refuse(self, text: str) -> None:
+        """Preemption found no node: the PostFilter text, preemption's part last."""
+        self.message = f"{self.lead}{PREFIX}{text}"
 
 
 def active_filters(profile: Profile, state: CycleState) -> list[FilterPlugin]:
@@ -147,11 +153,18 @@ class Preemptor:
         if decision.node is not None or decision.error is not None:
             return None
         pod = decision.pod
+        lead = ""
+        for plugin in self.scheduler.profile.post_filters:
+            status = plugin.post_filter(decision.state, pod)
+            if status.code is Code.ERROR:
+                return Preemption(message=status.message)
+            lead += status.message + ", "
+        result = Preemption(lead=lead)
         problem = eligibility_problem(self.cluster, pod, decision)
         if problem is not None:
-            return Preemption(message=PREFIX + problem)
+            result.refuse(problem)
+            return result
         all_nodes = self.cluster.node_list()
-        result = Preemption()
         potential: list[NodeInfo] = []
         for info in all_nodes:
             if decision.unresolvable or info.name in decision.unresolvable_nodes:
@@ -160,16 +173,16 @@ class Preemptor:
                 potential.append(info)
         if not potential:
             result.clear_nomination = True
-            result.message = PREFIX + fit_error_message(len(all_nodes), "", result.rejected)
+            result.refuse(fit_error_message(len(all_nodes), "", result.rejected))
             return result
         result.errors = self._dry_run(decision, potential, result)
         if not result.candidates:
             errors = result.errors
             result.clear_nomination = not errors
             if errors:
-                result.message = PREFIX + errors[0]
+                result.refuse(errors[0])
             else:
-                result.message = PREFIX + fit_error_message(len(all_nodes), "", result.rejected)
+                result.refuse(fit_error_message(len(all_nodes), "", result.rejected))
         return result
 
     def select_candidate(self, decision: Decision, result: Preemption) -> Preemption:
@@ -179,7 +192,7 @@ class Preemptor:
         chosen = pick_one_node(list(result.candidates.values()), self.cluster.pod_priority)
         if chosen is None:
             # Extenders took every candidate away (upstream's words for it).
-            result.message = PREFIX + REASON_NO_CANDIDATE
+            result.refuse(REASON_NO_CANDIDATE)
             return result
         result.node = chosen.node
         result.victims = chosen.pods

@@ -101,14 +101,17 @@ def test_a_high_priority_pod_preempts_and_later_pods_see_the_victims_gone(
     polite = pods["prod/polite"]
     assert polite["node"] is None
     assert polite["message"] == "0/2 nodes are available: 2 Insufficient cpu."
-    assert polite["preemption"] == "preemption: not eligible due to preemptionPolicy=Never."
+    assert polite["preemption"] == (
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
+    )
     assert (polite["nominatedNode"], polite["victims"]) == (None, [])
     # The victim's room went to the preemptor; the small pod after it sees the node full
     # again (not the victim's cpu twice) and outranks nobody.
     small = pods["jobs/small"]
     assert small["node"] is None
     assert small["preemption"] == (
-        "preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 No preemption victims "
+        "found for incoming pod."
     )
 
 

@@ -95,7 +95,7 @@ async def test_unschedulable_pod_says_why_and_moves_when_a_pv_appears(cluster: C
     # kube-scheduler's text: the filter message, one space, then the PostFilter's.
     message = (
         "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind."
-        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        " no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
 
     def condition() -> dict[str, str] | None:

@@ -101,7 +101,7 @@ async def test_a_strict_local_claim_no_disk_can_hold_waits_for_longhorn(
     messages = await eventually(failed, what="FailedScheduling event")
     assert messages[0] == (
         "0/3 nodes are available: 3 node(s) did not have enough free storage."
-        " preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        " no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     assert cluster.node_of("db") is None
     claim_now = cluster.server.get("PersistentVolumeClaim", "huge", "default")

@@ -122,7 +122,7 @@ async def test_required_anti_affinity_spreads_replicas_one_per_node(cluster: Clu
     # priority: kube-scheduler's PostFilter text follows the filter's.
     assert failed["message"] == (
         "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
-        " preemption: 0/3 nodes are available:"
+        " no new claims to deallocate, preemption: 0/3 nodes are available:"
         " 3 No preemption victims found for incoming pod."
     )
     assert cluster.node_of("db-3") is None

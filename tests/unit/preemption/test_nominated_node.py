@@ -72,7 +72,7 @@ def test_no_candidate_clears_the_nomination_and_ineligibility_keeps_it() -> None
     scheduler = scheduler_for(cache)
     outcome = Preemptor(scheduler).post_filter(scheduler.schedule(cache.pending["default/high"]))
     assert outcome is not None and outcome.message == (
-        "preemption: not eligible due to preemptionPolicy=Never."
+        "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never."
     )
     assert not outcome.clear_nomination
 
