@@ -15,8 +15,8 @@ from volsched.cache.errors import ConfigError
 from volsched.daemon.cli.main import main
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.runtime.profiles import build_profiles
-from volsched.scheduling.profile_builder import PluginSet
 from volsched.scheduling.policy import PrioritySpec
+from volsched.scheduling.profile_builder import PluginSet
 from volsched.scheduling.scheduler_config import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]
