@@ -53,8 +53,7 @@ def test_example_snapshot_decisions(capsys: pytest.CaptureFixture[str]) -> None:
     report = pods["batch/report"]
     assert report["node"] is None
     assert report["message"] == (
-        "0/3 nodes are available: 1 node(s) had untolerated taint(s), "
-        "2 Insufficient cpu."
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
     )
     assert report["scores"] == {}
     assert pods["shop/postgres-0"]["node"] == "node-b1"
