@@ -94,6 +94,9 @@ class ClusterCache:
         # How many nodes list each image name in status.images (ImageLocality's spread;
         # kube-scheduler's cache keeps the same image states).
         self.image_nodes: dict[str, int] = {}
+        # Each image name's size as first seen on a node that lists it, kept while any
+        # node does: kube-scheduler's cache scores every node with this one size.
+        self.image_sizes: dict[str, int] = {}
         self.generation = 0
         # Bumped when anything the replica scheduler reads changes (nodes, storage
         # nodes, replicas), so its derived view is rebuilt only then.
@@ -222,12 +225,15 @@ class ClusterCache:
 
     def _count_images(self, images: dict[str, int], change: int) -> None:
         counts = self.image_nodes
-        for image in images:
+        sizes = self.image_sizes
+        for image, size in images.items():
             count = counts.get(image, 0) + change
             if count > 0:
                 counts[image] = count
+                sizes.setdefault(image, size)
             else:
                 counts.pop(image, None)
+                sizes.pop(image, None)
 
     def _upsert_Node(self, node: Node) -> None:
         self.storage_generation += 1

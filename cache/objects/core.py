@@ -150,6 +150,9 @@ class Pod(NamespacedView):
     disruption_reason: str = ""
     # The images of spec.initContainers then spec.containers (ImageLocality).
     images: tuple[str, ...] = ()
+    # The references of spec.volumes[].image: ImageLocality counts them as images, though
+    # not as containers.
+    image_volumes: tuple[str, ...] = ()
     # The names in spec.resourceClaims (DynamicResources: volsched allocates none).
     resource_claims: tuple[str, ...] = ()
 
@@ -304,9 +307,14 @@ def _host_ports(spec: Fields) -> tuple[HostPort, ...]:
     containers = spec.items("containers") + [
         c for c in spec.items("initContainers") if c.str("restartPolicy") == "Always"
     ]
+    # The API server defaults a hostNetwork pod's hostPort to its containerPort; a pod
+    # from a snapshot file may not have been through it.
+    host_network = spec.bool("hostNetwork")
     for container in containers:
         for port in container.items("ports"):
             host_port = port.int("hostPort", bits=INT32)
+            if host_port == 0 and host_network:
+                host_port = port.int("containerPort", bits=INT32)
             if host_port == 0:
                 continue
             if not 1 <= host_port <= 65535:
@@ -424,6 +432,11 @@ def parse_pod(raw: Raw) -> Pod:
             container.str("image")
             for key in ("initContainers", "containers")
             for container in spec.items(key)
+        ),
+        image_volumes=tuple(
+            reference
+            for volume in spec.items("volumes")
+            if (reference := volume.sub("image").str("reference"))
         ),
         resource_claims=tuple(claim.str("name") for claim in spec.items("resourceClaims")),
     )

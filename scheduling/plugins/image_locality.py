@@ -1,9 +1,12 @@
 """ImageLocality: prefer nodes that already hold the pod's container images.
 
-Upstream's plugin, from ``Node.status.images``: each container (init containers too) whose
-image the node lists adds the image's size scaled by its spread — the share of all nodes
-that hold it — so an image already everywhere does not pull every pod onto one node. The
-sum is clamped between 23 MiB and 1000 MiB per container and scaled to 0..100.
+Upstream's plugin, from ``Node.status.images``: each container (init containers too) and
+each image volume whose image the node lists adds the image's size scaled by its spread —
+the share of all nodes that hold it — so an image already everywhere does not pull every
+pod onto one node. The sum is clamped between 23 MiB and 1000 MiB per container (image
+volumes are not counted there) and scaled to 0..100. The size is the one kube-scheduler's
+cache keeps per image name — as first seen on a node listing it — for every node, not
+each node's own figure.
 
 Names are matched as upstream matches them: a reference without a tag (``nginx``,
 ``gcr.io:5000/app``) gets ``:latest``; nothing else is rewritten, so ``nginx:1.27`` in a
@@ -59,22 +62,19 @@ class ImageLocality:
         """Every node's score; how many nodes hold each image comes from the cache's
         image index, so a pod whose images no node lists costs no pass over the nodes."""
         holders = self.cluster.image_nodes
+        total = len(self.cluster.nodes)
+        sizes = self.cluster.image_sizes
         wanted = [
-            (image, holders[image])
-            for image in map(normalized_image_name, pod.images)
+            (image, scaled_image_score(sizes[image], holders[image], total))
+            for image in map(normalized_image_name, pod.images + pod.image_volumes)
             if image in holders
         ]
         if not wanted:
             return [0] * len(nodes)
-        total = len(self.cluster.nodes)
         containers = len(pod.images)
         scores = []
         for info in nodes:
             images = info.node.images
-            summed = 0
-            for image, count in wanted:
-                size = images.get(image)
-                if size is not None:
-                    summed += scaled_image_score(size, count, total)
+            summed = sum(scaled for image, scaled in wanted if image in images)
             scores.append(calculate_priority(summed, containers))
         return scores

@@ -27,13 +27,16 @@ def node(name: str, *images: tuple[list[str], int]) -> dict[str, Any]:
     }
 
 
-def pod(*images: str, init: tuple[str, ...] = ()) -> dict[str, Any]:
+def pod(*images: str, init: tuple[str, ...] = (), volumes: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
         "kind": "Pod",
         "metadata": {"name": "p", "namespace": "default"},
         "spec": {
             "initContainers": [{"name": f"i{n}", "image": i} for n, i in enumerate(init)],
             "containers": [{"name": f"c{n}", "image": i} for n, i in enumerate(images)],
+            "volumes": [
+                {"name": f"v{n}", "image": {"reference": r}} for n, r in enumerate(volumes)
+            ],
         },
     }
 
@@ -104,6 +107,22 @@ BARE = node("bare")
             pod("registry.local/app:v2", "registry.local/app:v3"),
             {"big": 0, "small": 0},
             id="tags are matched as written",
+        ),
+        pytest.param(
+            [BIG, SMALL],
+            pod("registry.local/tiny", volumes=("registry.local/db:latest",)),
+            # An image volume adds its image (500 / 2 = 250 MiB on big) but not a
+            # container: the range stays 1 × 1000 MiB. big 250, small 6 MiB.
+            {"big": 23, "small": 0},
+            id="image volumes count as images, not as containers",
+        ),
+        pytest.param(
+            [BIG, node("also-db", (["registry.local/db:latest"], 900 * MIB))],
+            pod("registry.local/db"),
+            # Both nodes score with the size seen first (big's 500 MiB), spread over
+            # both: 500 MiB → 100 × (500 - 23) / (1000 - 23).
+            {"big": 48, "also-db": 48},
+            id="every node scores an image with the size first seen for its name",
         ),
     ],
 )

@@ -104,3 +104,20 @@ def test_pod_without_host_ports_skips_the_filter() -> None:
     result, status = NodePorts(cache).pre_filter(CycleState(), parse(pod("p", spec=no_host_port)))
     assert result is None
     assert status.code is Code.SKIP
+
+
+def test_a_host_network_pods_container_port_is_a_host_port() -> None:
+    """The API server defaults a hostNetwork pod's hostPort to its containerPort, so a
+    snapshot pod that never went through it conflicts as it would in the cluster."""
+    cache = cluster(node("n1"), pod("e0", node_name="n1", spec=with_ports("TCP//80")))
+    host_network = {
+        "hostNetwork": True,
+        "containers": [{"name": "c", "ports": [{"containerPort": 80}]}],
+    }
+    incoming = parse(pod("p", spec=host_network))
+    plugin = NodePorts(cache)
+    state = CycleState()
+    _, status = plugin.pre_filter(state, incoming)
+    assert status.code is Code.SUCCESS
+    result = plugin.filter(state, incoming, cache.nodes["n1"])
+    assert result is not None and result.reasons == (REASON,)
