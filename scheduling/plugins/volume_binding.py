@@ -56,7 +56,6 @@ from volsched.scheduling.volumes.claims import (
     ClaimProblem,
     check_pod_claims,
     classify_pod_claims,
-    local_volume_node_names,
     uses_claim,
 )
 from volsched.scheduling.volumes.matching import ClaimMatcher, claim_request
@@ -145,7 +144,9 @@ class VolumeBinding:
         classes = {claim.class_name for claim in delayed}
         cycle = BinderCycle(claims, matchers, capacities_by_class(self.cluster, classes))
         state.write(NAME, VolumeBindingState(cycle))
-        return local_volume_node_names(self.cluster, claims.bound), SUCCESS
+        # 1.36 narrows no nodes here: a bound PV's node affinity is checked node by node
+        # in Filter, whose reason names it.
+        return None, SUCCESS
 
     # -- Filter ----------------------------------------------------------------------
 

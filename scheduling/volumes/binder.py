@@ -25,7 +25,7 @@ from volsched.scheduling.volumes.claims import PodVolumeClaims
 from volsched.scheduling.volumes.matching import ClaimMatcher, claim_request
 from volsched.scheduling.volumes.provisioning import ProvisionerCheck, check_provisions
 
-REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+REASON_NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 REASON_PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"

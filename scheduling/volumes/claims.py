@@ -12,8 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
-from volsched.cache.objects.core import LABEL_HOSTNAME, Pod
-from volsched.cache.objects.selectors import NodeSelector
+from volsched.cache.objects.core import Pod
 from volsched.cache.objects.storage import PersistentVolumeClaim
 
 
@@ -100,39 +99,3 @@ def classify_pod_claims(cluster: ClusterCache, pod: Pod) -> PodVolumeClaims:
             # Pre-bound claims (volumeName set, not yet completed) count as immediate.
             result.unbound_immediate.append(claim)
     return result
-
-
-def _pinned_by_hostname(affinity: NodeSelector) -> bool:
-    return any(
-        requirement.key == LABEL_HOSTNAME and requirement.operator == "In"
-        for term in affinity.terms
-        for requirement in term.match_expressions
-    )
-
-
-def local_volume_node_names(
-    cluster: ClusterCache, claims: list[PersistentVolumeClaim]
-) -> set[str] | None:
-    """The nodes the bound PVs' node affinity admits, by the nodes' labels.
-
-    Upstream's GetEligibleNodes took the ``kubernetes.io/hostname In`` values of the PVs'
-    affinity as node *names*; that breaks wherever a node's name is not its hostname
-    label (cloud nodes named ``ip-10-0-1-5.ec2.internal`` labelled ``ip-10-0-1-5``) and was
-    removed upstream (kubernetes#125336). The PV index already knows, by label, which
-    nodes each PV reaches, so narrowing to those nodes is exact and still spares the
-    filters the rest of the cluster. As before, only PVs pinned by hostname (local PVs)
-    narrow: a zonal PV leaves the other nodes to the filter, whose "volume node affinity
-    conflict" says more. PVs intersect; None means "no narrowing".
-    """
-    eligible: set[str] | None = None
-    for claim in claims:
-        pv = cluster.pvs.get(claim.volume_name)
-        if pv is None:
-            return None
-        if pv.node_affinity is None or not _pinned_by_hostname(pv.node_affinity):
-            continue
-        nodes = cluster.pv_index.nodes_of(pv.meta.name)
-        if nodes is None:
-            continue
-        eligible = set(nodes) if eligible is None else eligible & nodes
-    return eligible

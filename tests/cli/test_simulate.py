@@ -58,7 +58,7 @@ def test_example_snapshot_decisions(capsys: pytest.CaptureFixture[str]) -> None:
     assert report["scores"] == {}
     assert pods["shop/postgres-0"]["node"] == "node-b1"
     assert pods["shop/postgres-0"]["filtered"]["node-a1"] == [
-        "node(s) didn't satisfy plugin(s) [VolumeBinding]"
+        "node(s) didn't match PersistentVolume's node affinity"
     ]
     kafka = pods["shop/kafka-0"]
     assert kafka["node"] == "node-a1"

@@ -67,7 +67,7 @@ def test_the_site_builds_with_its_generated_pages(tmp_path: Path) -> None:
         "reference/metrics": ["scheduler_schedule_attempts_total", "volsched_database_writable"],
         "reference/events": [
             "FailedScheduling",
-            "node(s) had volume node affinity conflict",
+            "node(s) didn't match PersistentVolume's node affinity",
             "(combined from similar events):",
         ],
         "reference/kubeschedulerconfiguration": ["DefaultPreemption", "ImageLocality"],

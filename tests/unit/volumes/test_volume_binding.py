@@ -18,11 +18,10 @@ from volsched.scheduling.plugins.volume_binding import VolumeBinding
 from volsched.scheduling.plugins.volume_zone import VolumeZone
 from volsched.scheduling.simulation import claim_outcomes
 
-AFFINITY = "node(s) had volume node affinity conflict"
+AFFINITY = "node(s) didn't match PersistentVolume's node affinity"
 BIND = "node(s) didn't find available persistent volumes to bind"
 SPACE = "node(s) did not have enough free storage"
 MISSING_PV = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
-NARROWED = "node(s) didn't satisfy plugin(s) [VolumeBinding]"
 
 ZONE = "topology.kubernetes.io/zone"
 
@@ -64,7 +63,7 @@ DYNAMIC = storage_class(
 
 CASES: list[tuple[str, list[dict[str, Any]], str | None, str | None, dict[str, list[str]]]] = [
     (
-        "bound claim narrows to the PV's hostname",
+        "bound claim to a local PV: the other nodes fail its node affinity (1.36 narrows none)",
         [
             WFC,
             pv("pv-1", "10Gi", node_names=["node-2"], claim=("default", "c1"), phase="Bound"),
@@ -73,7 +72,7 @@ CASES: list[tuple[str, list[dict[str, Any]], str | None, str | None, dict[str, l
         ],
         "node-2",
         None,
-        {"node-1": [NARROWED], "node-3": [NARROWED]},
+        {"node-1": [AFFINITY], "node-3": [AFFINITY]},
     ),
     (
         "bound claim to a zonal PV conflicts elsewhere",
