@@ -281,6 +281,18 @@ def _with_defaults(own: dict[str, int]) -> dict[str, int]:
     return filled
 
 
+def _pod_level_requests(spec: Fields) -> dict[str, int]:
+    """``spec.resources`` (PodLevelResources, on by default): cpu, memory and hugepages
+    given for the whole pod replace the containers' sum; a missing request is defaulted
+    to its limit, as the API server does."""
+    pod_level = _container_requests(spec)
+    return {
+        name: amount
+        for name, amount in pod_level.items()
+        if name in (CPU, MEMORY) or name.startswith("hugepages-")
+    }
+
+
 def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
     """Effective requests plus the non-zero cpu/memory used for scoring."""
     containers = [_container_requests(c) for c in spec.items("containers")]
@@ -289,12 +301,16 @@ def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
         for c in spec.items("initContainers")
     ]
     overhead = _amounts(spec, "overhead")
-    requests = _aggregate(containers, inits, overhead)
+    pod_level = _pod_level_requests(spec)
+    requests = _aggregate(containers, inits, {})
     nonzero = _aggregate(
         [_with_defaults(own) for own in containers],
         [(_with_defaults(own), restartable) for own, restartable in inits],
-        overhead,
+        {},
     )
+    for totals in (requests, nonzero):
+        totals.update(pod_level)
+        _add(totals, overhead)
     return (
         {k: v for k, v in requests.items() if v},
         nonzero.get(CPU, 0),

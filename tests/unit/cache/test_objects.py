@@ -33,6 +33,19 @@ def test_pod_requests_follow_the_init_container_max_rule_sidecars_and_overhead()
     assert view.requests["memory"] == 2**30 + 64 * 2**20
 
 
+def test_pod_level_resources_replace_the_containers_sum() -> None:
+    """PodLevelResources (on by default in 1.36): spec.resources' cpu and memory stand for
+    the pod, a limit standing in for a missing request; other resources and overhead
+    still come from the containers and spec.overhead."""
+    raw = pod("p", cpu="500m", memory="1Gi")
+    raw["spec"]["containers"][0]["resources"]["requests"]["example.com/dev"] = "1"
+    raw["spec"]["resources"] = {"requests": {"cpu": "2"}, "limits": {"memory": "3Gi"}}
+    raw["spec"]["overhead"] = {"cpu": "10m"}
+    view = parse(raw)
+    assert view.requests == {"cpu": 2010, "memory": 3 * 2**30, "example.com/dev": 1}
+    assert (view.nonzero_cpu, view.nonzero_memory) == (2010, 3 * 2**30)
+
+
 def test_limits_stand_in_for_missing_requests() -> None:
     raw = pod("p")
     raw["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "1", "nvidia.com/gpu": "2"}}
