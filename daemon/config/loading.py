@@ -175,9 +175,12 @@ def settings_from_data(
         idle_timeout_seconds=http.number("idleTimeoutSeconds", 30.0, 0.1, 3600),
         header_timeout_seconds=http.number("headerTimeoutSeconds", 10.0, 0.1, 3600),
     )
-    backoff = read.section("backoff", {"initialSeconds", "maxSeconds"})
+    backoff = read.section(
+        "backoff", {"initialSeconds", "maxSeconds", "maxInUnschedulableSeconds"}
+    )
     initial = backoff.number("initialSeconds", 1.0, 0.001, 3600)
     maximum = backoff.number("maxSeconds", 10.0, 0.001, 3600)
+    unschedulable = backoff.number("maxInUnschedulableSeconds", 300.0, 1, 86400)
     if maximum < initial:
         raise backoff.fail("maxSeconds", "must not be smaller than initialSeconds")
     tracing = read.section("tracing", {"otlpEndpoint"})
@@ -251,7 +254,7 @@ def settings_from_data(
         http=http_settings,
         policy_file=read.string("policyFile", None),
         bind_timeout_seconds=read.number("bindTimeoutSeconds", 600.0, 1, 86400),
-        backoff=BackoffSettings(initial, maximum),
+        backoff=BackoffSettings(initial, maximum, unschedulable),
         parallelism=read.integer("parallelism", 16, 1, 1024),
         percentage_of_nodes_to_score=read.integer("percentageOfNodesToScore", 0, 0, 100),
         replica_scheduling=settings_from_mapping(replica_data, source),
@@ -312,7 +315,9 @@ def apply_scheduler_configuration(
             raise ConfigError(
                 f"{source}: podMaxBackoffSeconds must not be smaller than podInitialBackoffSeconds"
             )
-        changes["backoff"] = BackoffSettings(initial, maximum)
+        changes["backoff"] = replace(
+            settings.backoff, initial_seconds=initial, max_seconds=maximum
+        )
     if config.kubeconfig is not None:
         once("kubeconfig", "clientConnection.kubeconfig")
         changes["kubeconfig"] = config.kubeconfig

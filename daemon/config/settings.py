@@ -122,6 +122,9 @@ class WebhookSettings:
 class BackoffSettings:
     initial_seconds: float = 1.0
     max_seconds: float = 10.0
+    # kube-scheduler's podMaxInUnschedulablePodsDuration: an unschedulable pod no event
+    # moved is retried after this long.
+    max_in_unschedulable_seconds: float = 300.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,7 +55,7 @@ class SchedulingQueue:
         clock: Callable[[], float],
         backoff_initial_seconds: float = 1.0,
         backoff_max_seconds: float = 10.0,
-        unschedulable_flush_seconds: float = 60.0,
+        unschedulable_flush_seconds: float = 300.0,
         requeue: RequeueTable | None = None,
     ) -> None:
         self._priority_of = priority_of

@@ -119,6 +119,7 @@ class Daemon:
             time.monotonic,
             settings.backoff.initial_seconds,
             settings.backoff.max_seconds,
+            settings.backoff.max_in_unschedulable_seconds,
             requeue=self.profiles.requeue_table(),
         )
         self.changes = ChangeNotifier()

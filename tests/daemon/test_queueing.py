@@ -115,13 +115,14 @@ def test_event_during_backoff_goes_to_backoff_first() -> None:
 
 
 def test_periodic_flush_retries_long_unschedulable_pods() -> None:
+    """kube-scheduler 1.36's podMaxInUnschedulablePodsDuration: 5 minutes by default."""
     clock = Clock()
-    q = queue(clock, unschedulable_flush_seconds=60)
+    q = queue(clock)
     p = make("p")
     q.add(p)
     q.pop_ready()
     q.requeue_unschedulable(p, {"NodeAffinity"})
-    clock.now += 59
+    clock.now += 299
     assert q.pop_ready() is None
     clock.now += 1
     assert drain(q) == ["p"]
