@@ -164,6 +164,13 @@ class Daemon:
             preempting=Preempting(writes, self.reporter, clock),
             source=settings.source,
         )
+        # The nominator follows every pod event from here on; what the cache already
+        # holds (a warm start's snapshot) nominates now.
+        nominated = self.profiles.nominated
+        if nominated is not None:
+            self.ingest.nominated = nominated
+            for pod in self.cluster.pending.values():
+                nominated.follow(pod.meta.key, pod, self.ingest.ours(pod))
         # Nothing is decided or reported before this replica leads.
         self.loop.gate.clear()
         self.extender = Extender(

@@ -39,6 +39,7 @@ from volsched.scheduling.framework.events import (
     assigned_pod_events,
     node_update_events,
 )
+from volsched.scheduling.preemption.nominated import NominatedPods
 
 log = logging.getLogger("volsched.ingest")
 
@@ -124,6 +125,9 @@ class Ingest:
         # assigned, before the cache takes the change: shadow mode judges the other
         # scheduler's choice against the cluster as it was when that choice was made.
         self.on_pod_bound: Callable[[Pod, Pod], None] | None = None
+        # The scheduler's nominator, kept in step with every pod event (deleted, bound,
+        # nominated elsewhere), as upstream's informer handlers keep theirs.
+        self.nominated: NominatedPods | None = None
         # Each of our unbound pods' spec, as received, and the view parsed from it: the
         # event of its binding changes only spec.nodeName, metadata and status, and
         # ``parse_pod_after`` reads just those.
@@ -235,6 +239,8 @@ class Ingest:
             return
         if kind == "Pod":
             self.queue.delete(key)
+            if self.nominated is not None:
+                self.nominated.follow(key, None, False)
             if old.node_name or assumed_on:
                 # An assumed pod deleted frees its node as much as a placed one.
                 placed = as_placed(old, old.node_name or assumed_on)
@@ -281,6 +287,8 @@ class Ingest:
             return
         if kind == "Pod":
             pod: Pod = new
+            if self.nominated is not None:
+                self.nominated.follow(pod.meta.key, pod, self.ours(pod))
             if self.ours(pod):
                 if old is None:
                     queue.add(pod)

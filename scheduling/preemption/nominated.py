@@ -52,6 +52,19 @@ class NominatedPods:
         """The nodes some pod is nominated to (a membership test per node is cheap)."""
         return self._by_node
 
+    def follow(self, key: str, pod: Pod | None, ours: bool) -> None:
+        """The informer's word on one pod, as upstream's nominator takes it: a pod
+        deleted, bound, finished or no longer ours leaves; an unbound pod of ours with
+        ``status.nominatedNodeName`` is nominated there (at start and on failover that
+        rebuilds the nominations). An update without the field keeps a nomination made
+        in memory (the write of it may not have come back yet), with the newer pod."""
+        if pod is None or not ours or pod.node_name or pod.terminal:
+            self.forget(key)
+        elif pod.nominated_node_name:
+            self.nominate(pod, pod.nominated_node_name)
+        elif key in self._node_of:
+            self.nominate(pod, self._node_of[key])
+
     @classmethod
     def from_pods(cls, pods: Iterable[Pod]) -> NominatedPods:
         """Rebuilt from ``status.nominatedNodeName`` of unbound pods (after a restart)."""

@@ -17,6 +17,7 @@ from volsched.cache.objects.core import parse_pod
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.framework.events import ClusterEvent
+from volsched.scheduling.preemption.nominated import NominatedPods
 
 Raw = dict[str, Any]
 
@@ -177,3 +178,42 @@ def test_a_bound_pod_is_cached_as_parsing_it_whole_would_and_forgotten_after() -
     assert cluster.nodes["node-1"].requested["cpu"] == 250
     ingest.delete_key("Pod", "default/db")
     assert ingest._unbound == {}
+
+
+def _nominated_pod(name: str, node_name: str = "", bound_to: str = "") -> dict[str, Any]:
+    raw = placed_pod(name, node_name=bound_to or None)
+    raw["spec"]["schedulerName"] = "volsched"
+    if node_name:
+        raw["status"] = {"nominatedNodeName": node_name}
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("change", "left"),
+    [
+        pytest.param("delete", {}, id="a nominated pod deleted while pending leaves"),
+        pytest.param("bind", {}, id="a nominated pod bound elsewhere leaves"),
+        pytest.param("renominate", {"n2": ["default/p"]}, id="a new nomination moves it"),
+        pytest.param("foreign", {}, id="a pod handed to another scheduler leaves"),
+    ],
+)
+def test_the_nominator_follows_pod_events(change: str, left: dict[str, list[str]]) -> None:
+    """Before, a nominated pod deleted while pending stayed in the nominator for good,
+    and the preemption dry run kept counting it on that node."""
+    cluster = ClusterCache()
+    queue = SchedulingQueue(lambda p: p.priority or 0, lambda: 0.0)
+    ingest = Ingest(cluster, queue, "volsched")
+    ingest.nominated = NominatedPods()
+    ingest.upsert("Pod", _nominated_pod("p", node_name="n1"))
+    assert dict(ingest.nominated.nodes) == {"n1": {"default/p": cluster.pods["default/p"]}}
+    if change == "delete":
+        ingest.delete("Pod", _nominated_pod("p", node_name="n1"))
+    elif change == "bind":
+        ingest.upsert("Pod", _nominated_pod("p", node_name="n1", bound_to="n3"))
+    elif change == "renominate":
+        ingest.upsert("Pod", _nominated_pod("p", node_name="n2"))
+    else:
+        foreign = _nominated_pod("p", node_name="n1")
+        foreign["spec"]["schedulerName"] = "other"
+        ingest.upsert("Pod", foreign)
+    assert {node: sorted(pods) for node, pods in ingest.nominated.nodes.items()} == left
