@@ -112,6 +112,11 @@ def explain_json(
             row["total"] = decision.scores[name]
         elif name in evaluated:
             row["result"] = "feasible"
+        elif decision.pre_filter_rejection is not None:
+            # No node was looked at: the PreFilter's reason holds for each of them.
+            row["result"] = "rejected"
+            row["predicate"], reason = decision.pre_filter_rejection
+            row["reasons"] = [reason]
         else:
             row["result"] = "not-evaluated"
         if preemption is not None:

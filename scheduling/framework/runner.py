@@ -74,6 +74,9 @@ class Decision:
     rejected_plugin: dict[str, str] = field(default_factory=dict)
     # Rejected nodes whose failure no eviction can fix (UnschedulableAndUnresolvable).
     unresolvable_nodes: set[str] = field(default_factory=set)
+    # A PreFilter rejected the pod before any node was looked at: (the predicate's
+    # policy name, its reason), which every node's row shows.
+    pre_filter_rejection: tuple[str, str] | None = None
     # Nodes passed over because a plugin could not read them: node → what went wrong.
     unreadable: dict[str, str] = field(default_factory=dict)
     # The nodes every filter passed (``find_feasible``), and how many were considered.
@@ -296,6 +299,10 @@ class Scheduler:
                     pre_filter_status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
                 )
                 decision.failed_plugins.add(pre_filter_status.plugin)
+                decision.pre_filter_rejection = (
+                    self.profile.predicate_name(pre_filter_status.plugin),
+                    pre_filter_status.message,
+                )
             return decision
 
         nodes = all_nodes

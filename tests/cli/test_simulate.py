@@ -215,3 +215,49 @@ def test_explain_names_a_pod_that_is_not_there(capsys: pytest.CaptureFixture[str
     status, _, err = run(capsys, "explain", "shop/nope", EXAMPLE)
     assert status == 2
     assert err == "volsched: pod shop/nope is not in the snapshot\n"
+
+
+PRE_FILTER_REJECTED = """
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+kind: Node
+metadata: {name: n2}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "10"}}
+---
+kind: StorageClass
+apiVersion: storage.k8s.io/v1
+metadata: {name: fast}
+provisioner: csi.example.com
+volumeBindingMode: Immediate
+---
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: default}
+spec: {storageClassName: fast, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+kind: Pod
+metadata: {name: db, namespace: default}
+spec:
+  containers: [{name: main}]
+  volumes: [{name: v, persistentVolumeClaim: {claimName: data}}]
+"""
+
+
+def test_explain_shows_a_prefilter_rejection_on_every_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No node was evaluated: each row carries the PreFilter's plugin and reason, never
+    'enough feasible nodes were found before this one'."""
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(PRE_FILTER_REJECTED)
+    assert main(["explain", "default/db", str(snapshot), "-o", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [
+        (row["node"], row["result"], row["predicate"], row["reasons"]) for row in report["nodes"]
+    ] == [
+        (name, "rejected", "VolumeBinding", ["pod has unbound immediate PersistentVolumeClaims"])
+        for name in ("n1", "n2")
+    ]
+    assert main(["explain", "default/db", str(snapshot), "-o", "table"]) == 0
+    assert "enough feasible nodes" not in capsys.readouterr().out
