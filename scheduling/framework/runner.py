@@ -444,6 +444,8 @@ class Scheduler:
                     index, rejection = erred
                     self._fail(decision, rejection)
                     decision.evaluated_nodes.extend(window(nodes, start, processed + index + 1))
+                    if not every:
+                        self._advance_start(processed + index + 1)
                     return []
                 processed += len(batch)
                 continue
@@ -461,6 +463,8 @@ class Scheduler:
                 self._record(decision, batch[:erred_at], verdicts[:erred_at], [])
                 self._fail(decision, verdicts[erred_at])
                 decision.evaluated_nodes.extend(window(nodes, start, processed + erred_at + 1))
+                if not every:
+                    self._advance_start(processed + erred_at + 1)
                 return []
             if column is not None:
                 kept = (
@@ -479,8 +483,16 @@ class Scheduler:
         if whole:
             decision.feasible_window = (nodes, feasible, start)
         if not every:
-            self.next_start_node_index = (start + processed) % count
+            self._advance_start(processed)
         return feasible
+
+    def _advance_start(self, processed: int) -> None:
+        """Upstream's nextStartNodeIndex: moved on by the nodes this walk looked at,
+        modulo the whole cluster — also after a PreFilter narrowed the walk to a few
+        nodes, so such a pod does not send the next walk back to the first node."""
+        total = len(self.cluster.node_list())
+        if total:
+            self.next_start_node_index = (self.next_start_node_index + processed) % total
 
     def _ask_each(
         self,

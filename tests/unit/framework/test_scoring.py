@@ -86,3 +86,32 @@ def test_scored_nodes_pick_as_the_names_would() -> None:
             assert scored.best(random.Random(seed)) == best(
                 scored.names(), totals, random.Random(seed)
             )
+
+
+def test_a_walk_narrowed_by_prefilter_moves_the_start_on_over_the_whole_cluster() -> None:
+    """Upstream advances nextStartNodeIndex by the nodes a walk looked at, modulo every
+    node: a pod narrowed to one node (DaemonSet-style matchFields) moves the next walk's
+    start by one, rather than sending it back to the first node."""
+    nodes = [node(f"n{i}") for i in range(10)]
+    pinned = {
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchFields": [
+                                {"key": "metadata.name", "operator": "In", "values": ["n7"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    }
+    cache = cluster(*nodes, pod("pinned", spec=pinned), pod("free"))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    scheduler = Scheduler(cache, profile, random.Random(1))
+    scheduler.next_start_node_index = 3
+    assert scheduler.find_feasible(cache.pending["default/pinned"]).evaluated == ["n7"]
+    assert scheduler.next_start_node_index == 4
+    assert scheduler.find_feasible(cache.pending["default/free"]).evaluated[0] == "n4"
