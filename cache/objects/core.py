@@ -140,8 +140,10 @@ class Pod(NamespacedView):
     pod_affinity: PodAffinity | None = None
     spread_constraints: tuple[SpreadConstraint, ...] = ()
     scheduling_gates: tuple[str, ...] = ()
-    # The reason of the pod's PodScheduled condition, when it has one.
+    # The reason and message of the pod's PodScheduled condition, when it has one: a
+    # failed attempt that would write the same two patches nothing (as upstream).
     scheduled_reason: str = ""
+    scheduled_message: str = ""
     # Preemption: spec.preemptionPolicy, status.nominatedNodeName, status.startTime, and
     # the reason of a DisruptionTarget condition ("PreemptionByScheduler" once preempted).
     preemption_policy: str = "PreemptLowerPriority"
@@ -389,11 +391,11 @@ def _tolerations(spec: Fields) -> tuple[Toleration, ...]:
     return tuple(tolerations)
 
 
-def _scheduled_reason(status: Fields) -> str:
+def _scheduled_condition(status: Fields) -> tuple[str, str]:
     for condition in status.items("conditions"):
         if condition.str("type") == "PodScheduled":
-            return condition.str("reason")
-    return ""
+            return condition.str("reason"), condition.str("message")
+    return "", ""
 
 
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
@@ -420,6 +422,7 @@ def parse_pod(raw: Raw) -> Pod:
     requests, nonzero_cpu, nonzero_memory = _pod_requests(spec)
     required, preferred = parse_node_affinity(spec.sub("affinity").sub("nodeAffinity"))
     labels = meta.labels
+    scheduled = _scheduled_condition(status)
     return Pod(
         meta=meta,
         scheduler_name=spec.str("schedulerName", DEFAULT_SCHEDULER) or DEFAULT_SCHEDULER,
@@ -439,7 +442,8 @@ def parse_pod(raw: Raw) -> Pod:
         pod_affinity=parse_pod_affinity(spec.sub("affinity"), meta.namespace, labels),
         spread_constraints=parse_spread_constraints(spec, labels),
         scheduling_gates=parse_scheduling_gates(spec),
-        scheduled_reason=_scheduled_reason(status),
+        scheduled_reason=scheduled[0],
+        scheduled_message=scheduled[1],
         preemption_policy=_preemption_policy(spec),
         nominated_node_name=status.str("nominatedNodeName"),
         start_time=status.timestamp("startTime"),
@@ -476,12 +480,14 @@ def parse_pod_after(raw: Raw, previous: Pod, previous_spec: object) -> Pod:
     if meta.labels != previous.meta.labels or meta.namespace != previous.meta.namespace:
         return parse_pod(raw)
     status = Fields(raw.get("status"), "Pod", meta.name, "status")
+    scheduled = _scheduled_condition(status)
     return replace(
         previous,
         meta=meta,
         node_name=Fields(spec, "Pod", meta.name, "spec").str("nodeName"),
         phase=status.str("phase", "Pending") or "Pending",
-        scheduled_reason=_scheduled_reason(status),
+        scheduled_reason=scheduled[0],
+        scheduled_message=scheduled[1],
         nominated_node_name=status.str("nominatedNodeName"),
         start_time=status.timestamp("startTime"),
         disruption_reason=_disruption_reason(status),

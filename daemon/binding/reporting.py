@@ -135,11 +135,15 @@ class Reporter:
         await self._condition(pod, GATED_REASON, GATED_MESSAGE)
 
     async def _condition(self, pod: Pod, reason: str, message: str) -> None:
+        text = truncate_message(message)
+        if (pod.scheduled_reason, pod.scheduled_message) == (reason, text):
+            # Unchanged: kube-scheduler sends no patch then (UpdatePodCondition).
+            return
         condition = {
             "type": "PodScheduled",
             "status": "False",
             "reason": reason,
-            "message": truncate_message(message),
+            "message": text,
             "lastProbeTime": None,
             "lastTransitionTime": _timestamp(self.clock()),
         }

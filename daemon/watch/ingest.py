@@ -94,7 +94,15 @@ def _same_but_for_status(old: Pod, new: Pod) -> bool:
     if old.phase != new.phase:
         return False
     meta = dataclasses.replace(new.meta, resource_version=old.meta.resource_version)
-    return dataclasses.replace(new, meta=meta, scheduled_reason=old.scheduled_reason) == old
+    return (
+        dataclasses.replace(
+            new,
+            meta=meta,
+            scheduled_reason=old.scheduled_reason,
+            scheduled_message=old.scheduled_message,
+        )
+        == old
+    )
 
 
 class Ingest:

@@ -184,3 +184,22 @@ async def test_an_event_is_stamped_to_the_second_and_its_event_time_to_the_micro
     body = reporter.event_body(parse_pod(pod("p")), "Normal", "Scheduled", "Binding", "bound")
     assert (body["firstTimestamp"], body["lastTimestamp"]) == (stamp, stamp)
     assert body["eventTime"] == event_time
+
+
+async def test_the_condition_is_patched_only_when_it_changes(
+    api: tuple[ApiServer, KubeClient],
+) -> None:
+    """kube-scheduler sends no status patch when PodScheduled=False already says the
+    same; volsched re-patched it with a new lastTransitionTime on every attempt."""
+    server, client = api
+    (first,) = pods_in(server, 1)
+    reporter = Reporter(client.for_writer(Writer.BINDING), "volsched", "volsched-0", Clock())
+    server.faults.reset()
+    await reporter.failed(first, MESSAGE, "Unschedulable")
+    (raw,) = [p for p in server.list("Pod", "default") if p["metadata"]["name"] == first.name]
+    seen = parse_pod(raw)
+    assert (seen.scheduled_reason, seen.scheduled_message) == ("Unschedulable", MESSAGE)
+    await reporter.failed(seen, MESSAGE, "Unschedulable")
+    assert len(server.faults.requests("PATCH", r"/pods/p0/status$")) == 1
+    await reporter.failed(seen, MESSAGE + " (changed)", "Unschedulable")
+    assert len(server.faults.requests("PATCH", r"/pods/p0/status$")) == 2
