@@ -192,7 +192,7 @@ async def test_filter_prioritize_and_bind_over_https(
     # Only node-2 holds the big pod, and the extender refuses it there: its reason.
     await eventually(lambda: failures(cluster, "big"), what="big reported unschedulable")
     assert failures(cluster, "big")[0].startswith(
-        f"0/3 nodes are available: 1 {REASON}, 2 Insufficient cpu. preemption: "
+        f"0/3 nodes are available: 1 {REASON}, 2 Insufficient cpu. no new claims to deallocate, preemption: "
     )
     assert cluster.node_of("big") is None
 
