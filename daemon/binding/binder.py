@@ -236,7 +236,7 @@ class Binder:
         self.cluster.finish_binding(
             pod.meta.key, self.clock() + self.settings.assumed_pod_ttl_seconds
         )
-        self.queue.done(pod.meta.key)
+        self.queue.done(pod.meta.key, pod.meta.uid)
         return True
 
     async def _give_up(

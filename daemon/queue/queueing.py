@@ -74,7 +74,10 @@ class SchedulingQueue:
         # PreEnqueue: pods with scheduling gates wait here, never in the active queue.
         self._gated: dict[str, QueuedPod] = {}
         self.on_gated: Callable[[Pod], None] | None = None
-        self._in_flight: set[str] = set()
+        # Pods popped and not yet done, requeued or failed: key → the uid of the pod
+        # popped. A pod deleted and created again under its name while the old one was
+        # in flight is another pod, which the old one's outcome must not touch.
+        self._in_flight: dict[str, str] = {}
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
         self.stats = QueueStats()
@@ -161,10 +164,28 @@ class SchedulingQueue:
 
     # -- after a cycle ---------------------------------------------------------------
 
-    def done(self, key: str) -> None:
+    def _finish(self, key: str, uid: str) -> QueuedPod | None:
+        """End the cycle of the pod ``uid`` popped under ``key``: its entry, or None when
+        the key now holds another pod (created again under the name while this one was
+        in flight), which then goes to the active queue in its own right."""
+        popped = self._in_flight.pop(key, None)
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        current = entry.pod.meta.uid
+        replaced = (uid and current and current != uid) or (
+            popped and current and popped != current
+        )
+        if replaced:
+            if key not in self._gated:
+                self._push_active(entry, "PodAdd")
+            return None
+        return entry
+
+    def done(self, key: str, uid: str = "") -> None:
         """The pod's cycle (and binding) ended with the pod placed."""
-        self._in_flight.discard(key)
-        self.delete(key)
+        if self._finish(key, uid) is not None:
+            self.delete(key)
 
     def _backoff_seconds(self, attempts: int) -> float:
         delay: float = self.backoff_initial * 2.0 ** max(attempts - 1, 0)
@@ -172,8 +193,7 @@ class SchedulingQueue:
 
     def requeue_unschedulable(self, pod: Pod, failed_plugins: Iterable[str]) -> None:
         key = pod.meta.key
-        self._in_flight.discard(key)
-        entry = self._entries.get(key)
+        entry = self._finish(key, pod.meta.uid)
         if entry is None:
             return
         entry.pod = pod
@@ -188,8 +208,7 @@ class SchedulingQueue:
     def requeue_error(self, pod: Pod) -> None:
         """A scheduler error or a failed binding: retry after backoff."""
         key = pod.meta.key
-        self._in_flight.discard(key)
-        entry = self._entries.get(key)
+        entry = self._finish(key, pod.meta.uid)
         if entry is None:
             return
         entry.pod = pod
@@ -257,7 +276,7 @@ class SchedulingQueue:
             entry = self._entries.get(key)
             if entry is None:
                 continue
-            self._in_flight.add(key)
+            self._in_flight[key] = entry.pod.meta.uid
             return entry
         return None
 

@@ -130,7 +130,7 @@ class ShadowLoop:
             self.queue.requeue_unschedulable(pod, decision.failed_plugins)
         else:
             result = "placeable"
-            self.queue.done(key)
+            self.queue.done(key, pod.meta.uid)
         self.tally.decided_pending(key, PendingVerdict(decision.node, decision.message or ""))
         self.metrics.shadow_pending_decisions.labels(result=result).inc()
 

@@ -280,3 +280,33 @@ def test_the_queue_keeps_no_table_of_its_own() -> None:
     assert q.pop_ready() is not None
     q.requeue_unschedulable(p, {"VolumeBinding"})
     assert q.on_cluster_event(PV_ADDED) == 0
+
+
+def _with_uid(name: str, uid: str) -> Pod:
+    raw = pod(name)
+    raw["metadata"]["uid"] = uid
+    view: Pod = parse(raw)
+    return view
+
+
+@pytest.mark.parametrize("outcome", ["done", "unschedulable", "error"])
+def test_a_pod_created_again_while_its_namesake_is_in_flight_is_not_lost(outcome: str) -> None:
+    """In-flight pods are told apart by uid, as upstream keys them: the old pod's end
+    (bound, rejected, failed) leaves the new pod of the same name to be scheduled.
+    Before, the old pod's ``done`` dropped the new one."""
+    clock = Clock()
+    q = queue(clock)
+    old = _with_uid("p", "uid-1")
+    q.add(old)
+    assert q.pop_ready() is not None
+    q.delete(old.meta.key)
+    new = _with_uid("p", "uid-2")
+    q.add(new)
+    if outcome == "done":
+        q.done(old.meta.key, old.meta.uid)
+    elif outcome == "unschedulable":
+        q.requeue_unschedulable(old, {"NodeResourcesFit"})
+    else:
+        q.requeue_error(old)
+    entry = q.pop_ready()
+    assert entry is not None and entry.pod.meta.uid == "uid-2"
