@@ -260,16 +260,38 @@ def test_a_forgotten_assumed_pod_frees_what_it_held() -> None:
     assert q.stats.incoming[("backoff", "AssignedPodDelete")] == 1
 
 
-def test_an_event_no_plugin_registered_moves_nothing() -> None:
-    q = queue(Clock())
+def test_a_pod_no_plugin_rejected_waits_out_its_backoff() -> None:
+    """Rejected without a plugin to blame (an extender's filter, no node at all): no
+    plugin's hint can tell which event helps, so it is retried after its backoff, as
+    upstream's queue does, rather than parked until some event or the flush."""
+    clock = Clock()
+    q = queue(clock)
     p = make("p")
     q.add(p)
     assert q.pop_ready() is not None
-    # Rejected without a plugin to blame (no node at all): any registered event helps,
-    # an event nobody registered does not.
     q.requeue_unschedulable(p, set())
-    assert q.on_cluster_event(ClusterEvent(SERVICE, ADD)) == 0
-    assert q.on_cluster_event(NODE_ADD, None, a_node()) == 1
+    assert q.lengths() == {"active": 0, "backoff": 1, "unschedulable": 0, "gated": 0}
+    clock.now += 1
+    assert drain(q) == ["p"]
+
+
+def test_an_event_during_the_pods_own_cycle_is_not_lost() -> None:
+    """Upstream's in-flight events: a node added while the pod was being decided (an
+    extender's answer awaited) sends the rejected pod to backoff, not to the pool."""
+    clock = Clock()
+    q = queue(clock)
+    p = make("p")
+    q.add(p)
+    assert q.pop_ready() is not None
+    assert q.on_cluster_event(NODE_ADD, None, a_node()) == 0
+    q.requeue_unschedulable(p, {"NodeResourcesFit"})
+    assert q.lengths() == {"active": 0, "backoff": 1, "unschedulable": 0, "gated": 0}
+    # The next cycle saw that node already: rejected again with no event since its pop,
+    # the pod is parked.
+    clock.now += 2
+    assert q.pop_ready() is not None
+    q.requeue_unschedulable(p, {"NodeResourcesFit"})
+    assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 1, "gated": 0}
 
 
 def test_the_queue_keeps_no_table_of_its_own() -> None:
