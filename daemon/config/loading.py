@@ -175,9 +175,7 @@ def settings_from_data(
         idle_timeout_seconds=http.number("idleTimeoutSeconds", 30.0, 0.1, 3600),
         header_timeout_seconds=http.number("headerTimeoutSeconds", 10.0, 0.1, 3600),
     )
-    backoff = read.section(
-        "backoff", {"initialSeconds", "maxSeconds", "maxInUnschedulableSeconds"}
-    )
+    backoff = read.section("backoff", {"initialSeconds", "maxSeconds", "maxInUnschedulableSeconds"})
     initial = backoff.number("initialSeconds", 1.0, 0.001, 3600)
     maximum = backoff.number("maxSeconds", 10.0, 0.001, 3600)
     unschedulable = backoff.number("maxInUnschedulableSeconds", 300.0, 1, 86400)
@@ -315,9 +313,7 @@ def apply_scheduler_configuration(
             raise ConfigError(
                 f"{source}: podMaxBackoffSeconds must not be smaller than podInitialBackoffSeconds"
             )
-        changes["backoff"] = replace(
-            settings.backoff, initial_seconds=initial, max_seconds=maximum
-        )
+        changes["backoff"] = replace(settings.backoff, initial_seconds=initial, max_seconds=maximum)
     if config.kubeconfig is not None:
         once("kubeconfig", "clientConnection.kubeconfig")
         changes["kubeconfig"] = config.kubeconfig

@@ -282,7 +282,15 @@ class Extender:
         state = decision.state.clone()
         for other in leaving:
             remove_pod(profile, state, decision.pod, other, without)
-        status = node_fits(checks, state, decision.pod, without)
+        status = node_fits(
+            checks,
+            profile,
+            state,
+            decision.pod,
+            without,
+            self.scheduler.nominated,
+            self.scheduler.cluster,
+        )
         return status is None or status.plugin not in VOLUME_PLUGINS
 
 

@@ -33,7 +33,7 @@ from volsched.scheduling.framework.profile import Predicate, Profile
 from volsched.scheduling.framework.scoring import Scored, best, score
 from volsched.scheduling.framework.shape_columns import ShapeColumns, put_window, window
 from volsched.scheduling.framework.status import Code, Status
-from volsched.scheduling.preemption.nominated import NominatedPods, with_nominated_state
+from volsched.scheduling.preemption.nominated import NominatedPods, judge_with_nominated
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 # A node whose objects no plugin could read (a damaged stored view): passed over, never a
@@ -584,27 +584,18 @@ class Scheduler:
     def _judge_with_nominated(
         self, checks: list[Check], state: CycleState, pod: Pod, info: NodeInfo
     ) -> Rejection:
-        """Upstream's nominator: the node must fit with the pods nominated there that
-        outrank this one, and as it is (they may land elsewhere in the end). The
-        nominated pods count in a clone of the cycle state (their affinity and spread
-        as if they ran there)."""
-        nominated = self.nominated
-        assert nominated is not None
-        crowded = with_nominated_state(
+        """The node must fit with the pods nominated there that outrank this one, and
+        as it is (``judge_with_nominated``)."""
+        return judge_with_nominated(
+            lambda node_state, node: first_rejection(checks, node_state, pod, node),
             self.profile,
             state,
             info,
             pod,
-            nominated,
+            self.nominated,
             self.cluster.pod_priority,
             self.cluster.pending,
         )
-        if crowded is not None:
-            crowded_info, crowded_state = crowded
-            rejection = first_rejection(checks, crowded_state, pod, crowded_info)
-            if rejection is not None:
-                return rejection
-        return first_rejection(checks, state, pod, info)
 
     @staticmethod
     def _unreadable(decision: Decision, node: str, exc: Exception) -> None:

@@ -10,12 +10,15 @@ elsewhere in the end — also without them.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable, Mapping
+from typing import TypeVar
 
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.pod_changes import add_pod
 from volsched.scheduling.framework.profile import Profile
+
+R = TypeVar("R")
 
 
 class NominatedPods:
@@ -111,21 +114,6 @@ def nominated_above(
     ]
 
 
-def with_nominated(
-    info: NodeInfo,
-    pod: Pod,
-    nominated: NominatedPods | None,
-    priority_of: Callable[[Pod], int],
-    pending: Container[str] | None = None,
-) -> NodeInfo | None:
-    """The node with the nominated pods that outrank or equal ``pod``; None when there
-    are none (the node is then judged as it is)."""
-    extra = nominated_above(info, pod, nominated, priority_of, pending)
-    if not extra:
-        return None
-    return clone_node(info, adding=extra)
-
-
 def with_nominated_state(
     profile: Profile,
     state: CycleState,
@@ -146,3 +134,27 @@ def with_nominated_state(
     for other in extra:
         add_pod(profile, crowded_state, pod, other, crowded)
     return crowded, crowded_state
+
+
+def judge_with_nominated(
+    judge: Callable[[CycleState, NodeInfo], R | None],
+    profile: Profile,
+    state: CycleState,
+    info: NodeInfo,
+    pod: Pod,
+    nominated: NominatedPods | None,
+    priority_of: Callable[[Pod], int],
+    pending: Container[str],
+) -> R | None:
+    """Upstream's RunFilterPluginsWithNominatedPods, the one routine for the scheduling
+    cycle, the preemption dry run and the extender's preempt verb: ``judge`` (the
+    filters, returning a rejection or None) on the node with the still-pending pods
+    nominated there that outrank or equal ``pod``, counted in a clone of the cycle
+    state, then on the node as it is (they may land elsewhere in the end)."""
+    crowded = with_nominated_state(profile, state, info, pod, nominated, priority_of, pending)
+    if crowded is not None:
+        crowded_info, crowded_state = crowded
+        rejection = judge(crowded_state, crowded_info)
+        if rejection is not None:
+            return rejection
+    return judge(state, info)

@@ -8,7 +8,7 @@ node by upstream's ordering. The messages are kube-scheduler's PostFilter texts.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
@@ -20,11 +20,7 @@ from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Decision, Scheduler, fit_error_message
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.choosing import candidates_wanted, pick_one_node
-from volsched.scheduling.preemption.nominated import (
-    NominatedPods,
-    with_nominated,
-    with_nominated_state,
-)
+from volsched.scheduling.preemption.nominated import NominatedPods, judge_with_nominated
 from volsched.scheduling.preemption.victims import PodChanges, Victims, select_victims_on_node
 
 PREFIX = "preemption: "
@@ -73,36 +69,26 @@ def active_filters(profile: Profile, state: CycleState) -> list[FilterPlugin]:
 
 def node_fits(
     checks: Sequence[FilterPlugin],
+    profile: Profile,
     state: CycleState,
     pod: Pod,
     info: NodeInfo,
-    nominated: NominatedPods | None = None,
-    priority_of: Callable[[Pod], int] | None = None,
-    profile: Profile | None = None,
+    nominated: NominatedPods | None,
+    cluster: ClusterCache,
 ) -> Status | None:
-    """``checks`` (see ``active_filters``) on one node state (upstream's
-    RunFilterPluginsWithNominatedPods): with the nominated pods that outrank the pod
-    first — counted in a clone of ``state`` when ``profile`` is given — then as the
-    node is; None when the pod fits both ways."""
+    """``checks`` (see ``active_filters``) on one node state, with the pending pods
+    nominated there (``judge_with_nominated``); None when the pod fits."""
 
-    def run(node: NodeInfo, node_state: CycleState) -> Status | None:
+    def run(node_state: CycleState, node: NodeInfo) -> Status | None:
         for plugin in checks:
             status = plugin.filter(node_state, pod, node)
             if status is not None:
                 return status.with_plugin(plugin.name)
         return None
 
-    if nominated is not None and priority_of is not None:
-        if profile is not None:
-            crowded = with_nominated_state(profile, state, info, pod, nominated, priority_of)
-        else:
-            node = with_nominated(info, pod, nominated, priority_of)
-            crowded = None if node is None else (node, state)
-        if crowded is not None:
-            status = run(*crowded)
-            if status is not None:
-                return status
-    return run(info, state)
+    return judge_with_nominated(
+        run, profile, state, info, pod, nominated, cluster.pod_priority, cluster.pending
+    )
 
 
 def eligibility_problem(cluster: ClusterCache, pod: Pod, decision: Decision) -> str | None:
@@ -221,7 +207,7 @@ class Preemptor:
         free_of_violations = 0
 
         def fits(node: NodeInfo, state: CycleState) -> Status | None:
-            return node_fits(checks, state, pod, node, self.nominated, priority_of, profile)
+            return node_fits(checks, profile, state, pod, node, self.nominated, self.cluster)
 
         changes = PodChanges(profile, pod)
         for info in ordered:

@@ -82,11 +82,35 @@ def test_nominated_pods_count_on_their_node(nominated_priority: int, fits: bool)
     decision = scheduler.find_node(new)
     checks = active_filters(scheduler.profile, decision.state)
     status = node_fits(
-        checks, decision.state, new, cache.nodes["n1"], nominated, cache.pod_priority
+        checks, scheduler.profile, decision.state, new, cache.nodes["n1"], nominated, cache
     )
     assert (status is None) == fits
     # The cache's own node is never changed by the check.
     assert set(cache.nodes["n1"].pods) == {"default/r"}
+
+
+def test_a_nominated_pod_no_longer_pending_holds_no_room_in_the_dry_run() -> None:
+    """The preemption dry run and the cycle share one routine: a nominated pod that is
+    gone (deleted, bound elsewhere) counts in neither. Before, the dry run kept
+    counting it on its node."""
+    cache = cluster(
+        node("n1", cpu="2"),
+        running("r", "n1", 0, cpu="1"),
+        pod("waiting", cpu="1", priority=200),
+        pod("new", cpu="1", priority=100),
+    )
+    scheduler = scheduler_for(cache)
+    nominated = NominatedPods.from_pods([_nominated(cache.pending["default/waiting"], "n1")])
+    cache.delete("Pod", "default/waiting")
+    new = cache.pending["default/new"]
+    decision = scheduler.find_node(new)
+    checks = active_filters(scheduler.profile, decision.state)
+    assert (
+        node_fits(
+            checks, scheduler.profile, decision.state, new, cache.nodes["n1"], nominated, cache
+        )
+        is None
+    )
 
 
 def _nominated(pod_view: Pod, node_name: str) -> Pod:
