@@ -24,7 +24,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
+from typing import TypeVar
 
 from volsched.cache.errors import ConfigError, VolschedError
 from volsched.daemon.cli import live
@@ -39,6 +40,8 @@ from volsched.daemon.cli.shadow_report import add_shadow_report_command
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.overrides import address_problem, apply_overrides
 from volsched.daemon.config.shadow import with_shadow
+
+T = TypeVar("T")
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -99,14 +102,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     _configure_logging(args.verbose)
     kubeconfig = args.kubeconfig or settings.kubeconfig
 
+    # From here a SIGTERM is a request to stop, answered once the loop runs: the store
+    # may be opening, and it closes cleanly.
+    asked: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: asked.append(signum))
+
+    async def until_stopped(step: Awaitable[T], stop: asyncio.Event) -> T | None:
+        """``step``, unless a stop is asked for first (then None)."""
+        work = asyncio.ensure_future(step)
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if work.done():
+            return work.result()
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        return None
+
     async def main() -> None:
-        client = await KubeClient.connect(kubeconfig)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        if asked:
+            return
+        client = await until_stopped(KubeClient.connect(kubeconfig), stop)
+        if client is None:
+            return
         try:
-            daemon = await open_daemon(settings, client)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for signum in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(signum, stop.set)
+            daemon = await until_stopped(open_daemon(settings, client), stop)
+            if daemon is None:
+                return
             await run_until_signalled(daemon, stop, Notifier(os.environ))
         finally:
             await client.close()
@@ -281,6 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.handler is not cmd_run and signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
+        # Only the daemon stops on SIGTERM with status 0; a one-shot command is ended by
+        # it as any program is.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         status: int = args.handler(args)
     except VolschedError as exc:

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from tests.integration.conftest import ROOT, Cluster, eventually
 from tests.integration.objects import node, pod
@@ -120,6 +121,43 @@ async def test_sigterm_stops_a_cold_start_against_an_unreachable_api_server(
     try:
         await asyncio.sleep(3)
         assert process.returncode is None, "it should still be trying"
+        process.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(process.wait(), timeout=15)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert process.stderr is not None
+    stderr = (await process.stderr.read()).decode()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.5])
+async def test_sigterm_while_the_daemon_is_still_starting_exits_0(
+    tmp_path: Path, delay: float
+) -> None:
+    """A stop asked for during the imports or the first connection is honoured with
+    status 0, never by the default action (-15): the handler is installed first thing."""
+    kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{free_port()}")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "volsched",
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--http-address",
+        f"127.0.0.1:{free_port()}",
+        "--database",
+        str(tmp_path / "volsched.db"),
+        "--leader-elect=false",
+        cwd=str(ROOT),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        await asyncio.sleep(delay)
         process.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(process.wait(), timeout=15)
     finally:
