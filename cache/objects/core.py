@@ -131,6 +131,16 @@ class Pod(NamespacedView):
     requests: dict[str, int] = field(default_factory=dict)
     nonzero_cpu: int = DEFAULT_MILLI_CPU_REQUEST
     nonzero_memory: int = DEFAULT_MEMORY_REQUEST
+    # With pod-level resources: the containers' own non-zero cpu and memory, which
+    # NodeResourcesFit's scorer reads for the incoming pod (see _pod_requests).
+    containers_nonzero: tuple[int, int] | None = None
+
+    @property
+    def fit_score_nonzero(self) -> tuple[int, int]:
+        """The cpu and memory NodeResourcesFit's scorer asks for on the pod's behalf."""
+        if self.containers_nonzero is not None:
+            return self.containers_nonzero
+        return self.nonzero_cpu, self.nonzero_memory
     host_ports: tuple[HostPort, ...] = ()
     volumes: tuple[PodVolume, ...] = ()
     node_selector: dict[str, str] = field(default_factory=dict)
@@ -275,11 +285,13 @@ def _aggregate(
     return requests
 
 
-def _with_defaults(own: dict[str, int]) -> dict[str, int]:
+def _with_defaults(own: dict[str, int], missing: tuple[str, ...] = (CPU, MEMORY)) -> dict[str, int]:
     """The container's requests with cpu and memory defaulted only when absent."""
     filled = dict(own)
-    filled.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
-    filled.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
+    if CPU in missing:
+        filled.setdefault(CPU, DEFAULT_MILLI_CPU_REQUEST)
+    if MEMORY in missing:
+        filled.setdefault(MEMORY, DEFAULT_MEMORY_REQUEST)
     return filled
 
 
@@ -295,8 +307,17 @@ def _pod_level_requests(spec: Fields) -> dict[str, int]:
     }
 
 
-def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
-    """Effective requests plus the non-zero cpu/memory used for scoring."""
+def _pod_requests(
+    spec: Fields,
+) -> tuple[dict[str, int], int, int, tuple[int, int] | None]:
+    """Effective requests, the non-zero cpu/memory a placed pod counts for on its node,
+    and — when pod-level resources are set — the containers' own non-zero cpu/memory.
+
+    kube-scheduler 1.36 is not uniform here: a placed pod's non-zero figures and
+    BalancedAllocation read the pod-level resources, but NodeResourcesFit's scorer
+    (LeastAllocated, MostAllocated, RequestedToCapacityRatio) is built without the
+    PodLevelResources switch and sums the incoming pod's containers, defaults for the
+    missing ones included. The recordings of the real binary show both."""
     containers = [_container_requests(c) for c in spec.items("containers")]
     inits = [
         (_container_requests(c), c.str("restartPolicy") == "Always")
@@ -304,19 +325,34 @@ def _pod_requests(spec: Fields) -> tuple[dict[str, int], int, int]:
     ]
     overhead = _amounts(spec, "overhead")
     pod_level = _pod_level_requests(spec)
+
+    def nonzero_of(missing: tuple[str, ...]) -> dict[str, int]:
+        return _aggregate(
+            [_with_defaults(own, missing) for own in containers],
+            [(_with_defaults(own, missing), restartable) for own, restartable in inits],
+            {},
+        )
+
     requests = _aggregate(containers, inits, {})
-    nonzero = _aggregate(
-        [_with_defaults(own) for own in containers],
-        [(_with_defaults(own), restartable) for own, restartable in inits],
-        {},
-    )
+    containers_only: tuple[int, int] | None = None
+    if pod_level:
+        plain = nonzero_of((CPU, MEMORY))
+        _add(plain, overhead)
+        containers_only = (plain.get(CPU, 0), plain.get(MEMORY, 0))
+        requests.update(pod_level)
+        # Upstream defaults a missing cpu or memory only when neither the pod nor any
+        # container names it.
+        nonzero = nonzero_of(tuple(name for name in (CPU, MEMORY) if name not in requests))
+        nonzero.update(pod_level)
+    else:
+        nonzero = nonzero_of((CPU, MEMORY))
     for totals in (requests, nonzero):
-        totals.update(pod_level)
         _add(totals, overhead)
     return (
         {k: v for k, v in requests.items() if v},
         nonzero.get(CPU, 0),
         nonzero.get(MEMORY, 0),
+        containers_only,
     )
 
 
@@ -419,7 +455,7 @@ def parse_pod(raw: Raw) -> Pod:
     meta = parse_meta(raw.get("metadata"), "Pod", namespaced=True)
     spec = Fields(raw.get("spec"), "Pod", meta.name, "spec")
     status = Fields(raw.get("status"), "Pod", meta.name, "status")
-    requests, nonzero_cpu, nonzero_memory = _pod_requests(spec)
+    requests, nonzero_cpu, nonzero_memory, containers_nonzero = _pod_requests(spec)
     required, preferred = parse_node_affinity(spec.sub("affinity").sub("nodeAffinity"))
     labels = meta.labels
     scheduled = _scheduled_condition(status)
@@ -433,6 +469,7 @@ def parse_pod(raw: Raw) -> Pod:
         requests=requests,
         nonzero_cpu=nonzero_cpu,
         nonzero_memory=nonzero_memory,
+        containers_nonzero=containers_nonzero,
         host_ports=_host_ports(spec),
         volumes=_volumes(spec, meta.name),
         node_selector=spec.str_map("nodeSelector"),

@@ -225,12 +225,12 @@ class LeastAllocated:
         self._key = f"PreScore{self.name}"
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: list[NodeInfo]) -> Status:
-        state.write(self._key, (pod.nonzero_cpu, pod.nonzero_memory))
+        state.write(self._key, pod.fit_score_nonzero)
         return SUCCESS
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         wanted: tuple[int, int] | None = state.read(self._key)
-        pod_cpu, pod_memory = wanted or (pod.nonzero_cpu, pod.nonzero_memory)
+        pod_cpu, pod_memory = wanted or pod.fit_score_nonzero
         allocatable = node.node.allocatable
         total = 0
         weight = 0

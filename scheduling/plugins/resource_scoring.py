@@ -88,11 +88,12 @@ class ResourceAllocationScore:
 
     def _pod_requests(self, pod: Pod) -> tuple[int, ...]:
         wanted = []
+        cpu, memory = pod.fit_score_nonzero
         for resource, _ in self.strategy.resources:
             if resource == CPU:
-                wanted.append(pod.nonzero_cpu)
+                wanted.append(cpu)
             elif resource == MEMORY:
-                wanted.append(pod.nonzero_memory)
+                wanted.append(memory)
             else:
                 wanted.append(pod.requests.get(resource, 0))
         return tuple(wanted)

@@ -44,6 +44,15 @@ def test_pod_level_resources_replace_the_containers_sum() -> None:
     view = parse(raw)
     assert view.requests == {"cpu": 2010, "memory": 3 * 2**30, "example.com/dev": 1}
     assert (view.nonzero_cpu, view.nonzero_memory) == (2010, 3 * 2**30)
+    # NodeResourcesFit's scorer skips pod-level resources for the incoming pod (its
+    # scorer is built without the switch): the container's 500m and 1Gi, plus overhead.
+    assert view.fit_score_nonzero == (510, 2**30)
+
+
+def test_without_pod_level_resources_the_fit_scorer_reads_the_non_zero_figures() -> None:
+    view = parse(pod("p", cpu="500m"))
+    assert view.containers_nonzero is None
+    assert view.fit_score_nonzero == (500, 200 * 2**20) == (view.nonzero_cpu, view.nonzero_memory)
 
 
 def test_limits_stand_in_for_missing_requests() -> None:
