@@ -1,4 +1,9 @@
-"""The order pending pods are decided in: priority, then age, then namespace/name."""
+"""The order pending pods are decided in: priority, then age, then arrival.
+
+kube-scheduler's PrioritySort breaks a tie in priority by the time a pod entered the
+queue, so pods created in the same second go in the order they arrived — never by
+name. A snapshot's pods arrive in the order its files list them: the sort is stable.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
 
 
-def queue_key(cluster: ClusterCache, pod: Pod) -> tuple[int, float, str, str]:
-    return (-cluster.pod_priority(pod), pod.meta.creation_timestamp, pod.namespace, pod.name)
+def queue_key(cluster: ClusterCache, pod: Pod) -> tuple[int, float]:
+    return (-cluster.pod_priority(pod), pod.meta.creation_timestamp)
 
 
 def in_queue_order(cluster: ClusterCache, pods: Iterable[Pod]) -> list[Pod]:

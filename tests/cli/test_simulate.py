@@ -261,3 +261,30 @@ def test_explain_shows_a_prefilter_rejection_on_every_node(
     ]
     assert main(["explain", "default/db", str(snapshot), "-o", "table"]) == 0
     assert "enough feasible nodes" not in capsys.readouterr().out
+
+
+SAME_SECOND = """
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "1", memory: 8Gi, pods: "10"}}
+---
+kind: Pod
+metadata: {name: zz-first, namespace: default}
+spec: {containers: [{name: main, resources: {requests: {cpu: 800m}}}]}
+---
+kind: Pod
+metadata: {name: aa-second, namespace: default}
+spec: {containers: [{name: main, resources: {requests: {cpu: 800m}}}]}
+"""
+
+
+def test_pods_of_one_priority_and_age_go_in_file_order(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kube-scheduler breaks a tie in priority and age by arrival, never by name: the
+    pod listed first takes the room."""
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(SAME_SECOND)
+    assert main(["simulate", str(snapshot), "-o", "json"]) == 0
+    pods = {p["pod"]: p["node"] for p in json.loads(capsys.readouterr().out)["pods"]}
+    assert pods == {"default/zz-first": "n1", "default/aa-second": None}
