@@ -2,8 +2,10 @@
 
 A file may hold several YAML documents, a JSON object, or a ``kind: List`` with
 ``items``. Each object is parsed into its typed view; any problem is one ``ObjectError``
-or ``ConfigError`` naming the file, the document and the field. Claims without a class get
-the default StorageClass, as the API server's admission plugin would have done.
+or ``ConfigError`` naming the file, the document and the field. Objects written by hand
+have not been through the API server's admission, so its defaults that change a decision
+are applied here: claims without a class get the default StorageClass, and a pod naming a
+RuntimeClass gets its overhead, node selector and tolerations.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from volsched.cache.errors import ConfigError, ObjectError
 from volsched.cache.objects.registry import KINDS, kind_of
 from volsched.cache.objects.storage import PersistentVolumeClaim
 from volsched.cache.yaml_limits import YamlLimitError, load_all
+from volsched.daemon.cli.admission import RUNTIME_CLASS, Admission
 
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:
@@ -66,11 +69,17 @@ def load_objects(
     cluster = ClusterCache()
     seen: dict[tuple[str, str], str] = {}
     claims: list[tuple[str, PersistentVolumeClaim]] = []
-    for where, raw in objects:
+    located = list(objects)
+    admission = Admission.of(raw for _, raw in located)
+    for where, raw in located:
         kind = raw.get("kind")
         if not isinstance(kind, str) or not kind:
             raise ConfigError(f"{where}: kind is required")
+        if kind == RUNTIME_CLASS:
+            continue
         kind = kind_of(str(raw.get("apiVersion") or ""), kind)
+        if kind == "Pod":
+            raw = admission.admit(raw)
         info = KINDS.get(kind)
         if info is None:
             print(f"volsched: {where}: ignoring unknown kind {kind}", file=out)
