@@ -21,6 +21,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _stop_before_start)
     from volsched.daemon.cli.main import main as run_command
 
+    if sys.argv[1:2] != ["run"]:
+        # Only the daemon stops on SIGTERM with status 0; a one-shot command is ended by
+        # it as any program is.
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return run_command()
 
 

@@ -307,10 +307,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.handler is not cmd_run and signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN:
-        # Only the daemon stops on SIGTERM with status 0; a one-shot command is ended by
-        # it as any program is.
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         status: int = args.handler(args)
     except VolschedError as exc:

@@ -133,12 +133,14 @@ async def test_sigterm_stops_a_cold_start_against_an_unreachable_api_server(
     assert "Traceback" not in stderr
 
 
-@pytest.mark.parametrize("delay", [0.05, 0.5])
+@pytest.mark.parametrize("delay", [0.4, 1.5])
 async def test_sigterm_while_the_daemon_is_still_starting_exits_0(
     tmp_path: Path, delay: float
 ) -> None:
     """A stop asked for during the imports or the first connection is honoured with
-    status 0, never by the default action (-15): the handler is installed first thing."""
+    status 0, never by the default action (-15): the handler is installed first thing
+    (once the interpreter itself runs: a signal during its own start-up cannot be
+    caught)."""
     kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{free_port()}")
     process = await asyncio.create_subprocess_exec(
         sys.executable,
