@@ -4,6 +4,9 @@ the pods still pending — the JSON ``/shadow/report`` serves.
 
 Bounded whatever the cluster does: counts are counters, the differences kept are the
 latest ``RECENT_DIFFERENCES``, and a pending pod is held only until it is bound or gone.
+A report costs the same after three comparisons or three million: the median gap is
+walked over the distinct gaps, and the pending pods listed are the latest
+``PENDING_LISTED``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 from volsched.scheduling.shadow.comparison import Comparison, Outcome
 
 RECENT_DIFFERENCES = 100
+# The pending pods whose verdicts the report lists (the most recently decided).
+PENDING_LISTED = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +40,9 @@ class ShadowTally:
         # Gap → how many: exact and bounded (a gap is a difference of weighted scores).
         self.score_gaps: Counter[int] = Counter()
         self.differences: deque[Comparison] = deque(maxlen=recent)
+        # Insertion order is decision order: a pod decided again moves to the end.
         self.pending: dict[str, PendingVerdict] = {}
+        self._placeable = 0
 
     @property
     def compared(self) -> int:
@@ -44,7 +51,7 @@ class ShadowTally:
     def record(self, comparison: Comparison) -> None:
         self.outcomes[comparison.outcome] += 1
         self.by_scheduler[(comparison.scheduler_name, comparison.outcome)] += 1
-        self.pending.pop(comparison.pod, None)
+        self.forget_pending(comparison.pod)
         if comparison.outcome in (Outcome.REJECTED, Outcome.UNSCHEDULABLE, Outcome.UNKNOWN_NODE):
             self.reasons.update(set(comparison.reasons))
         if comparison.outcome is Outcome.LOWER_SCORE and comparison.score_gap is not None:
@@ -53,16 +60,45 @@ class ShadowTally:
             self.differences.append(comparison)
 
     def decided_pending(self, pod: str, verdict: PendingVerdict) -> None:
+        self.forget_pending(pod)
         self.pending[pod] = verdict
+        self._placeable += verdict.node is not None
 
     def forget_pending(self, pod: str) -> None:
-        self.pending.pop(pod, None)
+        old = self.pending.pop(pod, None)
+        if old is not None:
+            self._placeable -= old.node is not None
+
+    def _median_gap(self) -> int | None:
+        """The median of every gap counted, walked over the distinct gaps (a few hundred
+        at most) rather than expanded over every comparison ever made."""
+        total = self.score_gaps.total()
+        if not total:
+            return None
+        middle = total // 2
+        seen = 0
+        for gap in sorted(self.score_gaps):
+            seen += self.score_gaps[gap]
+            if seen > middle:
+                return gap
+        return None  # not reached: the counts add up to total
+
+    def _pending_listed(self) -> list[dict[str, Any]]:
+        listed = []
+        for pod in reversed(self.pending):
+            verdict = self.pending[pod]
+            entry: dict[str, Any] = {"pod": pod, "node": verdict.node}
+            if verdict.message:
+                entry["message"] = verdict.message
+            listed.append(entry)
+            if len(listed) == PENDING_LISTED:
+                break
+        return listed
 
     def report(self) -> dict[str, Any]:
         compared = self.compared
         agreeing = sum(count for outcome, count in self.outcomes.items() if outcome.agrees)
-        placeable = sum(1 for verdict in self.pending.values() if verdict.node is not None)
-        gaps = sorted(self.score_gaps.elements())
+        placeable = self._placeable
         return {
             "schedulerNames": list(self.scheduler_names),
             "compared": compared,
@@ -78,12 +114,14 @@ class ShadowTally:
             },
             "rejectionReasons": dict(self.reasons.most_common()),
             "scoreGap": {
-                "median": gaps[len(gaps) // 2] if gaps else None,
-                "max": gaps[-1] if gaps else None,
+                "median": self._median_gap(),
+                "max": max(self.score_gaps) if self.score_gaps else None,
             },
             "pending": {
                 "placeable": placeable,
                 "unschedulable": len(self.pending) - placeable,
+                # The latest verdicts, newest first, at most PENDING_LISTED of them.
+                "pods": self._pending_listed(),
             },
             "differences": [comparison.as_json() for comparison in self.differences],
         }

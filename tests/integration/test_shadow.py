@@ -118,7 +118,8 @@ async def test_the_shadow_counts_agreement_and_writes_nothing(cluster: Cluster) 
     delete_pod(server, "gone")
     await eventually(lambda: len(daemon.tally.pending) == PODS, what="deleted pod forgotten")
     pending = daemon.tally.report()["pending"]
-    assert pending == {"placeable": PODS * 3 // 4, "unschedulable": PODS // 4}
+    assert (pending["placeable"], pending["unschedulable"]) == (PODS * 3 // 4, PODS // 4)
+    assert len(pending["pods"]) == min(PODS, 100)
 
     expected_outcomes: Counter[str] = Counter()
     expected_reasons: Counter[str] = Counter()
@@ -140,7 +141,7 @@ async def test_the_shadow_counts_agreement_and_writes_nothing(cluster: Cluster) 
     assert report["compared"] == PODS
     assert report["agreementRatio"] == expected_outcomes["agreed"] / PODS
     assert report["rejectionReasons"] == dict(expected_reasons)
-    assert report["pending"] == {"placeable": 0, "unschedulable": 0}
+    assert report["pending"] == {"placeable": 0, "unschedulable": 0, "pods": []}
     lower = [d for d in report["differences"] if d["outcome"] == "lower_score"]
     assert lower and all(d["scoreGap"] > 0 and d["ourNode"] == "roomy" for d in lower)
     assert report["scoreGap"]["median"] > 0

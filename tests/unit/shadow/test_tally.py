@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from volsched.scheduling.shadow.comparison import Comparison, Outcome
-from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
+from volsched.scheduling.shadow.tally import PENDING_LISTED, PendingVerdict, ShadowTally
 
 TAINT = "node(s) had untolerated taint(s)"
 SELECTOR = "node(s) didn't match Pod's node affinity/selector"
@@ -72,9 +72,35 @@ def test_pending_verdicts_last_until_the_pod_is_bound_or_gone() -> None:
     tally.decided_pending("ns/p1", PendingVerdict("a"))
     tally.decided_pending("ns/p2", PendingVerdict(None, "0/3 nodes are available"))
     tally.decided_pending("ns/p3", PendingVerdict("a"))
-    assert tally.report()["pending"] == {"placeable": 2, "unschedulable": 1}
+    assert tally.report()["pending"] == {
+        "placeable": 2,
+        "unschedulable": 1,
+        "pods": [
+            {"pod": "ns/p3", "node": "a"},
+            {"pod": "ns/p2", "node": None, "message": "0/3 nodes are available"},
+            {"pod": "ns/p1", "node": "a"},
+        ],
+    }
     tally.record(seen("ns/p1", Outcome.AGREED, gap=0))
     tally.forget_pending("ns/p2")
     # Decided again (a cluster event moved it): the latest verdict stands.
     tally.decided_pending("ns/p3", PendingVerdict(None, "0/3 nodes are available"))
-    assert tally.report()["pending"] == {"placeable": 0, "unschedulable": 1}
+    assert tally.report()["pending"] == {
+        "placeable": 0,
+        "unschedulable": 1,
+        "pods": [{"pod": "ns/p3", "node": None, "message": "0/3 nodes are available"}],
+    }
+
+
+def test_the_pending_list_is_bounded_and_the_median_exact() -> None:
+    tally = ShadowTally(["default-scheduler"])
+    for index in range(PENDING_LISTED + 50):
+        tally.decided_pending(f"ns/p{index}", PendingVerdict("a"))
+    pending = tally.report()["pending"]
+    assert pending["placeable"] == PENDING_LISTED + 50
+    assert len(pending["pods"]) == PENDING_LISTED
+    assert pending["pods"][0]["pod"] == f"ns/p{PENDING_LISTED + 49}"
+    for index, gap in enumerate([5, 1, 9, 9, 3, 7, 2]):
+        tally.record(seen(f"ns/g{index}", Outcome.LOWER_SCORE, gap=gap))
+    # sorted 1 2 3 5 7 9 9: the element at index 7 // 2 = 3.
+    assert tally.report()["scoreGap"] == {"median": 5, "max": 9}
