@@ -15,15 +15,16 @@ Time is injected (``clock``), so tests move it by hand.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import heapq
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from volsched.cache.objects.core import Pod
+from volsched.daemon.queue.in_flight import InFlight
 from volsched.scheduling.framework.events import ASSIGNED_POD_DELETE, ClusterEvent, as_placed
 from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.plugins.scheduling_gates import is_gated
@@ -75,18 +76,8 @@ class SchedulingQueue:
         # PreEnqueue: pods with scheduling gates wait here, never in the active queue.
         self._gated: dict[str, QueuedPod] = {}
         self.on_gated: Callable[[Pod], None] | None = None
-        # Pods popped and not yet done, requeued or failed: key → (the uid of the pod
-        # popped, the sequence number of the last event recorded before it was popped).
-        # A pod deleted and created again under its name while the old one was in
-        # flight is another pod, which the old one's outcome must not touch.
-        self._in_flight: dict[str, tuple[str, int]] = {}
-        # The cluster events that arrived while pods were in flight (upstream's
-        # inFlightEvents): a pod found unschedulable is checked against the events of
-        # its own cycle — an extender's answer may take a while — before it is parked.
-        self._in_flight_events: collections.deque[tuple[int, ClusterEvent, Any, Any]] = (
-            collections.deque()
-        )
-        self._event_seq = 0
+        # Pods popped and not yet done, requeued or failed, and the events meanwhile.
+        self._in_flight = InFlight()
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
         self.stats = QueueStats()
@@ -174,24 +165,15 @@ class SchedulingQueue:
     # -- after a cycle ---------------------------------------------------------------
 
     def _finish(self, key: str, uid: str) -> QueuedPod | None:
-        """End the cycle of the pod ``uid`` popped under ``key``: its entry, or None when
-        the key now holds another pod (created again under the name while this one was
-        in flight), which then goes to the active queue in its own right."""
-        flight = self._in_flight.pop(key, None)
-        popped = flight[0] if flight is not None else ""
-        self._forget_old_events()
+        """The pod's entry, or None when the key now holds a namesake (which then goes
+        to the active queue in its own right)."""
         entry = self._entries.get(key)
-        if entry is None:
-            return None
-        current = entry.pod.meta.uid
-        replaced = (uid and current and current != uid) or (
-            popped and current and popped != current
-        )
-        if replaced:
-            if key not in self._gated:
-                self._push_active(entry, "PodAdd")
-            return None
-        return entry
+        replaced = self._in_flight.finish(key, uid, entry.pod.meta.uid if entry else "")
+        if entry is None or not replaced:
+            return entry
+        if key not in self._gated:
+            self._push_active(entry, "PodAdd")
+        return None
 
     def done(self, key: str, uid: str = "") -> None:
         """The pod's cycle (and binding) ended with the pod placed."""
@@ -199,42 +181,15 @@ class SchedulingQueue:
             self.delete(key)
 
     def _backoff_seconds(self, attempts: int) -> float:
-        delay: float = self.backoff_initial * 2.0 ** max(attempts - 1, 0)
-        return min(delay, self.backoff_max)
-
-    def _forget_old_events(self) -> None:
-        """Drop the recorded events no pod in flight can still be asked about."""
-        events = self._in_flight_events
-        if not events:
-            return
-        if not self._in_flight:
-            events.clear()
-            return
-        if len(events) < 1024:
-            return
-        oldest = min(seq for _, seq in self._in_flight.values())
-        while events and events[0][0] <= oldest:
-            events.popleft()
-
-    def _helped_in_flight(self, pod: Pod, failed: frozenset[str], since: int) -> str | None:
-        """The label of an event recorded during the pod's cycle that may make it
-        schedulable, if any."""
-        for seq, event, old, new in self._in_flight_events:
-            if seq > since and self.requeue.worth_requeueing(pod, failed, event, old, new):
-                return event.label
-        return None
+        return min(self.backoff_initial * 2.0 ** max(attempts - 1, 0), self.backoff_max)
 
     def requeue_unschedulable(self, pod: Pod, failed_plugins: Iterable[str]) -> None:
-        """No node fits. Parked until an event may help — unless no plugin rejected it
-        (an extender did: no plugin's hint can tell, so it waits out its backoff, as
-        upstream's queue does), or an event during its own cycle may already have."""
+        """Parked until an event may help, unless one during its cycle may have, or no
+        plugin rejected it (an extender did): then after its backoff, as upstream."""
         key = pod.meta.key
-        flight = self._in_flight.get(key)
-        since = flight[1] if flight is not None else self._event_seq
-        helped = None
         failed = frozenset(failed_plugins)
-        if failed:
-            helped = self._helped_in_flight(pod, failed, since)
+        hint = partial(self.requeue.worth_requeueing, pod, failed)
+        helped = self._in_flight.helping_event(key, hint) if failed else None
         entry = self._finish(key, pod.meta.uid)
         if entry is None:
             return
@@ -281,8 +236,7 @@ class SchedulingQueue:
         """Move the unschedulable pods this event may help (``old`` and ``new``: the
         object before and after the change, for the plugins' hints); how many moved."""
         if self._in_flight and self.requeue.interested(event):
-            self._event_seq += 1
-            self._in_flight_events.append((self._event_seq, event, old, new))
+            self._in_flight.event(event, old, new)
         if not self._unschedulable or not self.requeue.interested(event):
             return 0
         moved = 0
@@ -326,7 +280,7 @@ class SchedulingQueue:
             entry = self._entries.get(key)
             if entry is None:
                 continue
-            self._in_flight[key] = (entry.pod.meta.uid, self._event_seq)
+            self._in_flight.popped(entry.pod)
             return entry
         return None
 
