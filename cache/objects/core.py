@@ -141,6 +141,7 @@ class Pod(NamespacedView):
         if self.containers_nonzero is not None:
             return self.containers_nonzero
         return self.nonzero_cpu, self.nonzero_memory
+
     host_ports: tuple[HostPort, ...] = ()
     volumes: tuple[PodVolume, ...] = ()
     node_selector: dict[str, str] = field(default_factory=dict)
