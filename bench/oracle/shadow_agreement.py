@@ -67,7 +67,8 @@ from bench.oracle.record import MERGE, parse_scheduler_log
 
 Raw = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_OUT = ROOT / "bench" / "results" / "shadow-agreement.json"
+# Beside, not among, the embedded benchmarks' results (the docs read those as one set).
+DEFAULT_OUT = ROOT / "bench" / "results" / "oracle" / "shadow-agreement.json"
 NAMESPACE = "shadow-bench"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
