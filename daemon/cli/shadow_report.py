@@ -110,6 +110,15 @@ def report_table(report: Mapping[str, Any]) -> str:
     gap = report.get("scoreGap") or {}
     if isinstance(gap, Mapping) and gap.get("median") is not None:
         lines.append(f"Score gap on lower-scored nodes: median {gap['median']}, max {gap['max']}")
+    causes = report.get("causes") or {}
+    if isinstance(causes, Mapping) and any(c not in ("none", "tie-break") for c in causes):
+        lines += [
+            "",
+            *_table(
+                [["PODS", "CAUSE OF THE DIFFERENCE"]]
+                + [[str(n), str(c)] for c, n in causes.items() if c not in ("none", "tie-break")]
+            ),
+        ]
     reasons: Mapping[str, int] = report["rejectionReasons"]
     if reasons:
         lines += [
@@ -128,7 +137,7 @@ def report_table(report: Mapping[str, Any]) -> str:
         ]
     differences = report["differences"]
     if differences:
-        rows = [["POD", "THEIR NODE", "OUR NODE", "OUTCOME", "GAP", "REASONS"]]
+        rows = [["POD", "THEIR NODE", "OUR NODE", "OUTCOME", "CAUSE", "GAP", "REASONS / PLUGINS"]]
         for item in differences:
             if not isinstance(item, Mapping):
                 continue
@@ -138,8 +147,10 @@ def report_table(report: Mapping[str, Any]) -> str:
                 str(item.get("theirNode", "")),
                 str(item.get("ourNode") or "-"),
                 str(item.get("outcome", "")),
+                str(item.get("cause", "-")),
                 "-" if gap_value is None else str(gap_value),
-                "; ".join(map(str, item.get("reasons") or [])) or "-",
+                "; ".join(map(str, item.get("reasons") or item.get("differingPlugins") or []))
+                or "-",
             ])  # fmt: skip
         lines += ["", f"Latest differences ({len(rows) - 1}):", *_table(rows)]
     return "\n".join(lines) + "\n"

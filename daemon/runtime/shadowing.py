@@ -140,13 +140,18 @@ class ShadowLoop:
         if not self.comparing or pending.scheduler_name not in self.scheduler_names:
             return
         try:
-            comparison = compare(self.decide(pending), bound.node_name, self.cluster.nodes)
+            profile = self.profiles.for_pod(pending).profile
+            weights = {priority.policy_name: priority.weight for priority in profile.priorities}
+            decision = self.decide(pending)
+            comparison = compare(decision, bound.node_name, self.cluster.nodes, weights)
         except Exception as exc:
             log.error("shadow comparison for %s failed: %s", pending.meta.key, exc)
             return
         self.tally.record(comparison)
         self.metrics.shadow_comparisons.labels(
-            outcome=str(comparison.outcome), scheduler=comparison.scheduler_name
+            outcome=str(comparison.outcome),
+            scheduler=comparison.scheduler_name,
+            cause=str(comparison.cause),
         ).inc()
         if comparison.outcome is not Outcome.AGREED:
             log.debug(

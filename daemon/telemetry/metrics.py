@@ -148,9 +148,10 @@ class Metrics:
         self.shadow_comparisons = Counter(
             "volsched_shadow_comparisons",
             "Pods another scheduler bound, compared with volsched's decision, by outcome "
-            "(agreed, tied, lower_score, rejected, unschedulable, unknown_node, error) "
-            "and the pod's schedulerName.",
-            ["outcome", "scheduler"],
+            "(agreed, tied, lower_score, rejected, unschedulable, unknown_node, error), "
+            "the pod's schedulerName and the cause of a difference (none, "
+            "storage-preference, rejected, fidelity, tie-break, unknown).",
+            ["outcome", "scheduler", "cause"],
             registry=registry,
         )
         self.shadow_pending_decisions = Counter(

@@ -15,17 +15,44 @@ scale as volsched's own choice. The outcome is one of:
 - ``unschedulable``: volsched would place the pod nowhere, yet it was bound;
 - ``unknown_node``: a node volsched's cache does not hold;
 - ``error``: volsched's cycle failed for this pod (a plugin could not read an object).
+
+Every comparison also says which plugins make the difference, and a ``cause``:
+
+- ``storage-preference``: only volsched's own storage plugins (PrioritizeVolumes,
+  VolumeLocality, StorageNodeReady) prefer or require another node — a deliberate
+  difference;
+- ``rejected``: a filter kube-scheduler also runs rules their node out (``rejectedBy``
+  names it; on the same cluster that points at a fidelity bug or at state the other
+  scheduler did not have);
+- ``fidelity``: a plugin kube-scheduler also runs scores the two nodes apart — on the
+  cluster it decided on, kube-scheduler would have scored them so too, so this is a
+  difference for volsched to fix;
+- ``tie-break``: the two nodes score the same (``tied``);
+- ``none`` for an agreement, ``unknown`` where there is nothing to attribute (an error,
+  a node volsched does not know).
 """
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from volsched.scheduling.framework.runner import Decision
 
 REASON_UNKNOWN_NODE = 'node "{node}" not found'
+# volsched's own plugins, which kube-scheduler does not run.
+STORAGE_PLUGINS = frozenset({"PrioritizeVolumes", "VolumeLocality", "StorageNodeReady"})
+
+
+class Cause(StrEnum):
+    NONE = "none"
+    STORAGE_PREFERENCE = "storage-preference"
+    REJECTED = "rejected"
+    FIDELITY = "fidelity"
+    TIE_BREAK = "tie-break"
+    UNKNOWN = "unknown"
 
 
 class Outcome(StrEnum):
@@ -56,26 +83,84 @@ class Comparison:
     score_gap: int | None = None
     # volsched's own message when it places the pod nowhere (upstream's FitError text).
     message: str = ""
+    cause: Cause = Cause.NONE
+    # The filter that rules their node out (its policy name), when one does.
+    rejected_by: str = ""
+    # Each plugin's weighted score on our node and on theirs, when both were scored, and
+    # the plugins whose scores differ between the two.
+    our_scores: tuple[tuple[str, int], ...] = ()
+    their_scores: tuple[tuple[str, int], ...] = ()
+    differing: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, object]:
-        return {
+        body: dict[str, object] = {
             "pod": self.pod,
             "schedulerName": self.scheduler_name,
             "theirNode": self.their_node,
             "ourNode": self.our_node,
             "outcome": str(self.outcome),
+            "cause": str(self.cause),
             "reasons": list(self.reasons),
             "scoreGap": self.score_gap,
             "message": self.message,
         }
+        if self.rejected_by:
+            body["rejectedBy"] = self.rejected_by
+        if self.our_scores or self.their_scores:
+            body["ourScores"] = dict(self.our_scores)
+            body["theirScores"] = dict(self.their_scores)
+            body["differingPlugins"] = list(self.differing)
+        return body
 
 
-def compare(decision: Decision, their_node: str, known_nodes: Container[str]) -> Comparison:
+def _weighted(decision: Decision, node: str, weights: Mapping[str, int]) -> dict[str, int]:
+    parts = decision.score_parts.get(node, {})
+    return {name: score * weights.get(name, 1) for name, score in parts.items()}
+
+
+def _attributed(
+    decision: Decision, ours: str, theirs: str, weights: Mapping[str, int]
+) -> dict[str, Any]:
+    """Both nodes' weighted plugin scores, the plugins that differ, and the cause of a
+    difference in score."""
+    our_scores = _weighted(decision, ours, weights)
+    their_scores = _weighted(decision, theirs, weights)
+    differing = tuple(
+        name for name in our_scores if our_scores.get(name, 0) != their_scores.get(name, 0)
+    )
+    if not differing or set(differing) <= STORAGE_PLUGINS:
+        cause = Cause.STORAGE_PREFERENCE if differing else Cause.TIE_BREAK
+    else:
+        # A plugin kube-scheduler runs too scores the nodes apart in our favour.
+        helping = [n for n in differing if n not in STORAGE_PLUGINS]
+        cause = (
+            Cause.FIDELITY
+            if any(our_scores[n] > their_scores.get(n, 0) for n in helping)
+            else Cause.STORAGE_PREFERENCE
+        )
+    return {
+        "our_scores": tuple(our_scores.items()),
+        "their_scores": tuple(their_scores.items()),
+        "differing": differing,
+        "cause": cause,
+    }
+
+
+def compare(
+    decision: Decision,
+    their_node: str,
+    known_nodes: Container[str],
+    weights: Mapping[str, int] | None = None,
+) -> Comparison:
     """The outcome of ``decision`` (made over every node, without reserving) against
-    ``their_node``."""
+    ``their_node``, attributed to plugins with the profile's ``weights`` (policy name →
+    weight)."""
     pod = decision.pod
+    weights = weights or {}
 
-    def outcome(kind: Outcome, reasons: tuple[str, ...] = (), gap: int | None = None) -> Comparison:
+    def outcome(
+        kind: Outcome, reasons: tuple[str, ...] = (), gap: int | None = None, **more: Any
+    ) -> Comparison:
         return Comparison(
             pod=pod.meta.key,
             scheduler_name=pod.scheduler_name,
@@ -85,28 +170,44 @@ def compare(decision: Decision, their_node: str, known_nodes: Container[str]) ->
             reasons=reasons,
             score_gap=gap,
             message=(decision.message or "") if decision.node is None else "",
+            **more,
         )
 
+    def rejected(kind: Outcome, reasons: tuple[str, ...]) -> Comparison:
+        by = decision.rejected_by.get(their_node, "")
+        if not by and decision.pre_filter_rejection is not None:
+            by = decision.pre_filter_rejection[0]
+        cause = Cause.STORAGE_PREFERENCE if by in STORAGE_PLUGINS else Cause.REJECTED
+        return outcome(kind, reasons, cause=cause, rejected_by=by)
+
     if decision.error is not None:
-        return outcome(Outcome.ERROR)
+        return outcome(Outcome.ERROR, cause=Cause.UNKNOWN)
     if their_node not in known_nodes:
         unknown = (REASON_UNKNOWN_NODE.format(node=their_node),)
         return outcome(
-            Outcome.UNSCHEDULABLE if decision.node is None else Outcome.UNKNOWN_NODE, unknown
+            Outcome.UNSCHEDULABLE if decision.node is None else Outcome.UNKNOWN_NODE,
+            unknown,
+            cause=Cause.UNKNOWN,
         )
     if decision.node is None:
         # A pre-filter that rules out every node names no node: its message is the reason.
         reasons = decision.filtered.get(their_node) or [decision.message or "unschedulable"]
-        return outcome(Outcome.UNSCHEDULABLE, tuple(reasons))
+        return rejected(Outcome.UNSCHEDULABLE, tuple(reasons))
     if their_node == decision.node:
         return outcome(Outcome.AGREED, gap=0)
     if their_node in decision.filtered:
-        return outcome(Outcome.REJECTED, tuple(decision.filtered[their_node]))
+        return rejected(Outcome.REJECTED, tuple(decision.filtered[their_node]))
     ours = decision.scores.get(decision.node, 0)
     theirs = decision.scores.get(their_node)
     if theirs is None:
         # Not evaluated: only a cycle that stopped early leaves a node unjudged, and the
         # shadow evaluates every node. Said as what it is rather than guessed at.
-        return outcome(Outcome.ERROR, (f"node {their_node} was not evaluated",))
+        return outcome(
+            Outcome.ERROR, (f"node {their_node} was not evaluated",), cause=Cause.UNKNOWN
+        )
     gap = ours - theirs
-    return outcome(Outcome.TIED if gap <= 0 else Outcome.LOWER_SCORE, gap=gap)
+    kind = Outcome.TIED if gap <= 0 else Outcome.LOWER_SCORE
+    attributed = _attributed(decision, decision.node, their_node, weights)
+    if kind is Outcome.TIED:
+        attributed["cause"] = Cause.TIE_BREAK
+    return outcome(kind, gap=gap, **attributed)

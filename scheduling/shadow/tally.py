@@ -37,6 +37,7 @@ class ShadowTally:
         self.outcomes: Counter[Outcome] = Counter()
         self.by_scheduler: Counter[tuple[str, Outcome]] = Counter()
         self.reasons: Counter[str] = Counter()
+        self.causes: Counter[str] = Counter()
         # Gap → how many: exact and bounded (a gap is a difference of weighted scores).
         self.score_gaps: Counter[int] = Counter()
         self.differences: deque[Comparison] = deque(maxlen=recent)
@@ -51,6 +52,7 @@ class ShadowTally:
     def record(self, comparison: Comparison) -> None:
         self.outcomes[comparison.outcome] += 1
         self.by_scheduler[(comparison.scheduler_name, comparison.outcome)] += 1
+        self.causes[str(comparison.cause)] += 1
         self.forget_pending(comparison.pod)
         if comparison.outcome in (Outcome.REJECTED, Outcome.UNSCHEDULABLE, Outcome.UNKNOWN_NODE):
             self.reasons.update(set(comparison.reasons))
@@ -113,6 +115,8 @@ class ShadowTally:
                 for name in sorted({name for name, _ in self.by_scheduler})
             },
             "rejectionReasons": dict(self.reasons.most_common()),
+            # Why each comparison came out as it did (see ``comparison.Cause``).
+            "causes": dict(self.causes.most_common()),
             "scoreGap": {
                 "median": self._median_gap(),
                 "max": max(self.score_gaps) if self.score_gaps else None,

@@ -70,7 +70,10 @@ def test_a_binding_is_compared_against_the_cluster_before_it() -> None:
     )
     assert comparison.score_gap is not None and comparison.score_gap > 0
     assert cluster.pods["default/web"].node_name == "tiny"
-    labels = {"outcome": "lower_score", "scheduler": "default-scheduler"}
+    # Their tiny node is fuller: NodeResourcesFit, which kube-scheduler runs too, scores
+    # it lower on the same cluster.
+    assert comparison.cause == "fidelity" and "NodeResourcesFit" in comparison.differing
+    labels = {"outcome": "lower_score", "scheduler": "default-scheduler", "cause": "fidelity"}
     assert metrics.registry.get_sample_value("volsched_shadow_comparisons_total", labels) == 1
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from tests.support import parse, pod
 from volsched.scheduling.framework.runner import Decision
-from volsched.scheduling.shadow.comparison import Comparison, Outcome, compare
+from volsched.scheduling.shadow.comparison import Cause, Comparison, Outcome, compare
 
 NODES = frozenset({"a", "b", "c", "d"})
 TAINT = "node(s) had untolerated taint(s)"
@@ -129,4 +129,93 @@ def test_the_json_of_a_comparison_names_every_field() -> None:
         "reasons": [],
         "scoreGap": 30,
         "message": "",
+        "cause": "none",
     }
+
+
+def scored(
+    parts: dict[str, dict[str, int]], filtered: dict[str, list[str]] | None = None
+) -> Decision:
+    """A decision whose nodes carry these per-plugin scores (before weight), the first
+    node volsched's choice."""
+    nodes = list(parts)
+    made = decision(node=nodes[0], filtered=filtered or {})
+    plugins = list(parts[nodes[0]])
+    made._priority_scores = {name: [parts[n][name] for n in nodes] for name in plugins}
+    made.scores = {n: sum(parts[n][name] * WEIGHTS.get(name, 1) for name in plugins) for n in nodes}
+    return made
+
+
+WEIGHTS = {"TaintToleration": 3, "NodeResourcesFit": 1, "PrioritizeVolumes": 1}
+
+
+@pytest.mark.parametrize(
+    ("made", "their_node", "cause", "differing"),
+    [
+        pytest.param(
+            scored(
+                {
+                    "a": {"NodeResourcesFit": 50, "PrioritizeVolumes": 90},
+                    "b": {"NodeResourcesFit": 50, "PrioritizeVolumes": 40},
+                }
+            ),
+            "b",
+            Cause.STORAGE_PREFERENCE,
+            ("PrioritizeVolumes",),
+            id="only volsched's storage plugin prefers our node",
+        ),
+        pytest.param(
+            scored(
+                {
+                    "a": {"NodeResourcesFit": 60, "PrioritizeVolumes": 0},
+                    "b": {"NodeResourcesFit": 40, "PrioritizeVolumes": 0},
+                }
+            ),
+            "b",
+            Cause.FIDELITY,
+            ("NodeResourcesFit",),
+            id="a plugin kube-scheduler runs too scores the nodes apart",
+        ),
+        pytest.param(
+            scored(
+                {
+                    "a": {"NodeResourcesFit": 40, "PrioritizeVolumes": 90},
+                    "b": {"NodeResourcesFit": 50, "PrioritizeVolumes": 20},
+                }
+            ),
+            "b",
+            Cause.STORAGE_PREFERENCE,
+            ("NodeResourcesFit", "PrioritizeVolumes"),
+            id="kube-scheduler's plugins favour theirs; the storage preference outweighs them",
+        ),
+        pytest.param(
+            scored({"a": {"NodeResourcesFit": 50}, "b": {"NodeResourcesFit": 50}}),
+            "b",
+            Cause.TIE_BREAK,
+            (),
+            id="a tie",
+        ),
+    ],
+)
+def test_each_difference_is_attributed_to_plugins(
+    made: Decision, their_node: str, cause: Cause, differing: tuple[str, ...]
+) -> None:
+    result = compare(made, their_node, NODES, WEIGHTS)
+    assert (result.cause, result.differing) == (cause, differing)
+    assert dict(result.our_scores) == {
+        name: score * WEIGHTS[name] for name, score in made.score_parts["a"].items()
+    }
+    assert result.as_json()["cause"] == str(cause)
+
+
+def test_a_rejection_by_a_storage_filter_is_a_storage_preference() -> None:
+    made = decision(filtered={"d": ["node(s) don't run the storage"]})
+    made.rejected_by["d"] = "StorageNodeReady"
+    result = compare(made, "d", NODES)
+    assert (result.outcome, result.cause, result.rejected_by) == (
+        Outcome.REJECTED,
+        Cause.STORAGE_PREFERENCE,
+        "StorageNodeReady",
+    )
+    made.rejected_by["d"] = "TaintToleration"
+    assert compare(made, "d", NODES).cause is Cause.REJECTED
