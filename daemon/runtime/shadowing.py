@@ -14,8 +14,9 @@ profiles, database and HTTP server — with two differences:
 The loop decides each pending pod of the shadowed schedulerNames over every node, with
 nothing reserved or assumed (the cache stays exactly what the API server says), and
 keeps that verdict for the report. When a watch update shows the pod bound, it decides
-the pod once more against the cluster as it was just before the binding arrived — the
-cluster the other scheduler decided on — and records how the two compare.
+the pod once more against the cluster as it was just before the binding arrived, with the
+other scheduler's own writes for the pod's claims taken out (``shadow.own_writes``) —
+the cluster it decided on — and records how the two compare.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from volsched.daemon.telemetry.metrics import Metrics
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.shadow.comparison import Outcome, compare
+from volsched.scheduling.shadow.own_writes import unbound_claims, undo_binding_writes
 from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
 
 log = logging.getLogger("volsched.shadow")
@@ -77,6 +79,10 @@ class ShadowLoop:
         # and claims a decision reads may not all be there yet.
         self.comparing = False
         self._pruned_at = self.heartbeat
+        # Per pending pod: when it was first seen, and which of its claims were unbound
+        # then (the other scheduler's PreBind binds them before the pod).
+        self._first_seen: dict[str, tuple[float, frozenset[str]]] = {}
+        self.wall_clock: Callable[[], float] = time.time
 
     def decide(self, pod: Pod) -> Decision:
         """The pod's profile's decision over every node, nothing reserved: each node is
@@ -111,6 +117,9 @@ class ShadowLoop:
             pod = self.cluster.pods.get(key)
             if pod is None or pod.node_name:
                 self.tally.forget_pending(key)
+        for key in list(self._first_seen):
+            if key not in self.tally.pending and key not in self.cluster.pending:
+                del self._first_seen[key]
 
     def decide_pending(self, entry: QueuedPod) -> None:
         key = entry.pod.meta.key
@@ -119,6 +128,9 @@ class ShadowLoop:
             self.queue.done(key)
             self.tally.forget_pending(key)
             return
+        if key not in self._first_seen:
+            claims = unbound_claims(self.cluster, pod.namespace, pod.claim_names())
+            self._first_seen[key] = (self.wall_clock(), claims)
         decision = self.decide(pod)
         if decision.error is not None:
             result = "error"
@@ -142,7 +154,12 @@ class ShadowLoop:
         try:
             profile = self.profiles.for_pod(pending).profile
             weights = {priority.policy_name: priority.weight for priority in profile.priorities}
-            decision = self.decide(pending)
+            first_seen, claims = self._first_seen.pop(pending.meta.key, (0.0, frozenset()))
+            undone = undo_binding_writes(self.cluster, claims, first_seen)
+            try:
+                decision = self.decide(pending)
+            finally:
+                undone.restore(self.cluster)
             comparison = compare(decision, bound.node_name, self.cluster.nodes, weights)
         except Exception as exc:
             log.error("shadow comparison for %s failed: %s", pending.meta.key, exc)

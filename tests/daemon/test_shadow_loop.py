@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.support import node, pod
+from tests.support import node, pod, pv, pvc, storage_class
 from volsched.cache.cluster import ClusterCache
 from volsched.daemon.config.settings import Settings
 from volsched.daemon.queue.queueing import SchedulingQueue
@@ -103,3 +103,70 @@ def test_verdicts_on_pods_gone_or_bound_uncompared_are_pruned() -> None:
     ingest.upsert("Pod", bound(second, "big"), persist=False)  # not comparing yet
     loop.prune_pending()
     assert set(loop.tally.pending) == {"default/c"}
+
+
+def _newer(raw: Raw, **changes: Any) -> Raw:
+    """``raw`` as a later watch event shows it (a higher resourceVersion)."""
+    version = int(raw["metadata"].get("resourceVersion", "1")) + 1000
+    newer = {**raw, **changes}
+    newer["metadata"] = {
+        **raw["metadata"],
+        **changes.get("metadata", {}),
+        "resourceVersion": str(version),
+    }
+    return newer
+
+
+def test_a_claim_the_other_scheduler_bound_is_judged_unbound_again() -> None:
+    """kube-scheduler's PreBind binds the pod's WaitForFirstConsumer claim before the
+    pod: the shadow judges the binding on the cluster it decided on, the claim unbound.
+    Before, the claim bound on their node left volsched only that node, and the
+    comparison could never disagree."""
+    tight = pv("tight", "10Gi", node_names=["big"])
+    roomy = pv("roomy", "100Gi", node_names=["tiny"])
+    data = pvc("data", request="9Gi")
+    db = pod("db", claims=["data"], spec={"schedulerName": "default-scheduler"})
+    loop, ingest, cluster, _ = shadow_of(*NODES, storage_class("local"), tight, roomy, data, db)
+    loop.comparing = True
+    entry = loop.queue.pop_ready()
+    assert entry is not None
+    loop.decide_pending(entry)
+    assert loop.tally.pending["default/db"].node == "big"  # the tightest PV
+    # kube-scheduler chose tiny: its PreBind writes the PV's claimRef, the PV controller
+    # binds the claim, then the pod is bound.
+    ingest.upsert(
+        "PersistentVolume",
+        _newer(
+            roomy,
+            spec={
+                **roomy["spec"],
+                "claimRef": {
+                    "namespace": "default",
+                    "name": "data",
+                    "uid": data["metadata"]["uid"],
+                },
+            },
+            status={"phase": "Bound"},
+        ),
+        persist=False,
+    )
+    ingest.upsert(
+        "PersistentVolumeClaim",
+        _newer(
+            data,
+            spec={**data["spec"], "volumeName": "roomy"},
+            status={"phase": "Bound"},
+            metadata={"annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+        ),
+        persist=False,
+    )
+    ingest.upsert("Pod", bound(db, "tiny"), persist=False)
+    (comparison,) = list(loop.tally.differences)
+    assert (comparison.outcome, comparison.our_node, comparison.their_node) == (
+        "lower_score",
+        "big",
+        "tiny",
+    )
+    # The cache is back as the API server says: the claim bound to roomy.
+    assert cluster.pvcs.get("default/data").volume_name == "roomy"
+    assert not cluster.pvcs.is_assumed("default/data") and not cluster.pvs.is_assumed("roomy")
