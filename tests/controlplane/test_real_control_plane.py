@@ -15,16 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from bench.oracle.controlplane import ASSETS_ENV, ControlPlane, assets_dir
+from bench.oracle.controlplane import ControlPlane
 from bench.oracle.record import record
+from tests.controlplane import required_assets
 
-ASSETS = assets_dir()
-if ASSETS is None:
-    pytest.skip(
-        f"set {ASSETS_ENV} to a directory with etcd, kube-apiserver, "
-        "kube-controller-manager and kube-scheduler",
-        allow_module_level=True,
-    )
+ASSETS = required_assets()
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "oracle" / "kube-scheduler-1.36.2"
 MERGE = "application/merge-patch+json"

@@ -13,18 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from bench.oracle.controlplane import ASSETS_ENV, assets_dir
 from bench.oracle.shadow_agreement import AGREEING, AgreementRun, run_benchmark, summary_line
+from tests.controlplane import required_assets
 
-ASSETS = assets_dir()
-if ASSETS is None:
-    pytest.skip(
-        f"set {ASSETS_ENV} to a directory with etcd, kube-apiserver, "
-        "kube-controller-manager and kube-scheduler",
-        allow_module_level=True,
-    )
+ASSETS = required_assets()
 
 RUN = AgreementRun(nodes=12, pods=60, seed=1, settle_seconds=6.0, timeout_seconds=300.0)
 
