@@ -143,19 +143,40 @@ def create_object(cp: ControlPlane, obj: dict[str, Any]) -> None:
 def wait_for_prebound_claims(
     cp: ControlPlane, objects: Sequence[dict[str, Any]], timeout: float = 20.0
 ) -> None:
-    """Give the PV binder time to finish pre-bound claims before any pending pod is created."""
-    claims = [
-        o
+    """Give the PV binder time to settle the volumes before any pending pod is created:
+    pre-bound claims bound, and every PV out of the Pending phase it is created in
+    (Available or Bound), as kube-scheduler then reads them."""
+    settling = [
+        (o, ("Bound",))
         for o in objects
         if o["kind"] == "PersistentVolumeClaim" and o.get("spec", {}).get("volumeName")
-    ]
+    ] + [(o, ("Available", "Bound")) for o in objects if o["kind"] == "PersistentVolume"]
     deadline = time.monotonic() + timeout
-    for claim in claims:
+    for obj, phases in settling:
         while time.monotonic() < deadline:
-            phase = cp.get(object_path(claim)).get("status", {}).get("phase")
-            if phase == "Bound":
+            phase = cp.get(object_path(obj)).get("status", {}).get("phase")
+            if phase in phases:
                 break
             time.sleep(0.2)
+
+
+def record_volume_state(cp: ControlPlane, objects: Sequence[dict[str, Any]]) -> None:
+    """Write the volumes and claims down as kube-scheduler saw them: the PV binder
+    completed the pre-bound claims (status, the bind annotations), so a replay of the
+    recording reads them bound too, as the README promises."""
+    for obj in objects:
+        if obj["kind"] not in ("PersistentVolume", "PersistentVolumeClaim"):
+            continue
+        live = cp.get(object_path(obj))
+        if live.get("status"):
+            obj["status"] = live["status"]
+        annotations = {
+            key: value
+            for key, value in (live["metadata"].get("annotations") or {}).items()
+            if key.startswith("pv.kubernetes.io/")
+        }
+        if annotations:
+            obj["metadata"].setdefault("annotations", {}).update(annotations)
 
 
 # --------------------------------------------------------------------------- the log
@@ -304,6 +325,7 @@ def run_scenario(
             if not is_pending_pod(obj):
                 create_object(cp, obj)
         wait_for_prebound_claims(cp, objects)
+        record_volume_state(cp, objects)
         cp.start_scheduler(scenario["config"], verbosity=10)
         for obj in objects:
             if is_pending_pod(obj):
@@ -346,10 +368,17 @@ def expectation(outcome: Outcome, attempt: Attempt) -> dict[str, Any]:
         entry["node"] = outcome.node
     if totals:
         entry["scores"] = dict(sorted(totals.items()))
-    if attempt.nominated:
+    if preempted(attempt):
         entry["nominated"] = attempt.nominated
         entry["victims"] = list(attempt.victims)
     return entry
+
+
+def preempted(attempt: Attempt) -> bool:
+    """A nomination after a failed attempt is preemption's. kube-scheduler 1.36 also
+    writes ``nominatedNodeName`` while a pod's binding waits (PreBind with volumes to
+    bind), which is not a preemption."""
+    return bool(attempt.nominated) and attempt.first_failure is not None
 
 
 def comment_block(
@@ -380,7 +409,7 @@ def comment_block(
         lines.append(f"#     chosen: {outcome.node}")
         if attempt.first_failure is not None:
             lines.append(f"#     first attempt failed: {attempt.first_failure}")
-        if attempt.nominated:
+        if preempted(attempt):
             lines.append(f"#     nominated: {attempt.nominated}, victims: {attempt.victims!r}")
     return "\n".join(lines) + "\n"
 
