@@ -119,6 +119,16 @@ def report_table(report: Mapping[str, Any]) -> str:
                 + [[str(n), str(c)] for c, n in causes.items() if c not in ("none", "tie-break")]
             ),
         ]
+    storage = report.get("storage") or {}
+    if isinstance(storage, Mapping) and storage.get("claimPods"):
+        gib = 2**30
+        lines += [
+            "",
+            f"Capacity stranded beyond the claims' requests ({storage['claimPods']} claim pods): "
+            f"theirs {storage['theirStrandedBytes'] / gib:.1f} GiB, "
+            f"volsched's {storage['ourStrandedBytes'] / gib:.1f} GiB, "
+            f"saved {storage['savedBytes'] / gib:.1f} GiB",
+        ]
     reasons: Mapping[str, int] = report["rejectionReasons"]
     if reasons:
         lines += [

@@ -22,6 +22,7 @@ the cluster it decided on — and records how the two compare.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection
@@ -43,6 +44,7 @@ from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.shadow.comparison import Outcome, compare
 from volsched.scheduling.shadow.own_writes import unbound_claims, undo_binding_writes
+from volsched.scheduling.shadow.savings import our_stranded, their_stranded
 from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
 
 log = logging.getLogger("volsched.shadow")
@@ -155,12 +157,16 @@ class ShadowLoop:
             profile = self.profiles.for_pod(pending).profile
             weights = {priority.policy_name: priority.weight for priority in profile.priorities}
             first_seen, claims = self._first_seen.pop(pending.meta.key, (0.0, frozenset()))
+            theirs = their_stranded(self.cluster, claims)
             undone = undo_binding_writes(self.cluster, claims, first_seen)
             try:
                 decision = self.decide(pending)
             finally:
                 undone.restore(self.cluster)
             comparison = compare(decision, bound.node_name, self.cluster.nodes, weights)
+            ours = our_stranded(decision)
+            if theirs is not None and ours is not None:
+                comparison = dataclasses.replace(comparison, stranded=(theirs, ours))
         except Exception as exc:
             log.error("shadow comparison for %s failed: %s", pending.meta.key, exc)
             return

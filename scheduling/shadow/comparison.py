@@ -91,6 +91,9 @@ class Comparison:
     our_scores: tuple[tuple[str, int], ...] = ()
     their_scores: tuple[tuple[str, int], ...] = ()
     differing: tuple[str, ...] = ()
+    # For a pod whose claims both schedulers served with existing PVs: the capacity
+    # each choice leaves stranded beyond the requests, in bytes (theirs, ours).
+    stranded: tuple[int, int] | None = None
 
     def as_json(self) -> dict[str, object]:
         body: dict[str, object] = {
@@ -106,7 +109,9 @@ class Comparison:
         }
         if self.rejected_by:
             body["rejectedBy"] = self.rejected_by
-        if self.our_scores or self.their_scores:
+        if self.stranded is not None:
+            body["strandedBytes"] = {"theirs": self.stranded[0], "ours": self.stranded[1]}
+        if self.our_scores or self.their_scores or self.differing:
             body["ourScores"] = dict(self.our_scores)
             body["theirScores"] = dict(self.their_scores)
             body["differingPlugins"] = list(self.differing)

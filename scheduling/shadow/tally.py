@@ -38,6 +38,11 @@ class ShadowTally:
         self.by_scheduler: Counter[tuple[str, Outcome]] = Counter()
         self.reasons: Counter[str] = Counter()
         self.causes: Counter[str] = Counter()
+        # Claim pods both schedulers served with existing PVs, and the capacity each
+        # left stranded beyond the requests (bytes).
+        self.storage_pods = 0
+        self.their_stranded = 0
+        self.our_stranded = 0
         # Gap → how many: exact and bounded (a gap is a difference of weighted scores).
         self.score_gaps: Counter[int] = Counter()
         self.differences: deque[Comparison] = deque(maxlen=recent)
@@ -53,6 +58,10 @@ class ShadowTally:
         self.outcomes[comparison.outcome] += 1
         self.by_scheduler[(comparison.scheduler_name, comparison.outcome)] += 1
         self.causes[str(comparison.cause)] += 1
+        if comparison.stranded is not None:
+            self.storage_pods += 1
+            self.their_stranded += comparison.stranded[0]
+            self.our_stranded += comparison.stranded[1]
         self.forget_pending(comparison.pod)
         if comparison.outcome in (Outcome.REJECTED, Outcome.UNSCHEDULABLE, Outcome.UNKNOWN_NODE):
             self.reasons.update(set(comparison.reasons))
@@ -117,6 +126,12 @@ class ShadowTally:
             "rejectionReasons": dict(self.reasons.most_common()),
             # Why each comparison came out as it did (see ``comparison.Cause``).
             "causes": dict(self.causes.most_common()),
+            "storage": {
+                "claimPods": self.storage_pods,
+                "theirStrandedBytes": self.their_stranded,
+                "ourStrandedBytes": self.our_stranded,
+                "savedBytes": self.their_stranded - self.our_stranded,
+            },
             "scoreGap": {
                 "median": self._median_gap(),
                 "max": max(self.score_gaps) if self.score_gaps else None,

@@ -16,7 +16,7 @@ from volsched.daemon.cli.main import main
 from volsched.daemon.config.loading import settings_from_data
 from volsched.daemon.config.settings import ShadowSettings
 from volsched.daemon.config.shadow import with_shadow
-from volsched.scheduling.shadow.comparison import Comparison, Outcome
+from volsched.scheduling.shadow.comparison import Cause, Comparison, Outcome
 from volsched.scheduling.shadow.tally import ShadowTally
 
 
@@ -75,7 +75,29 @@ def saved_report(tmp_path: Path) -> Path:
     tally = ShadowTally(["default-scheduler"])
     tally.record(Comparison("ns/a", "default-scheduler", "n1", "n1", Outcome.AGREED, (), 0))
     tally.record(
-        Comparison("ns/b", "default-scheduler", "n2", "n1", Outcome.REJECTED, ("Insufficient cpu",))
+        Comparison(
+            "ns/b",
+            "default-scheduler",
+            "n2",
+            "n1",
+            Outcome.REJECTED,
+            ("Insufficient cpu",),
+            cause=Cause.REJECTED,
+            rejected_by="NodeResourcesFit",
+        )
+    )
+    tally.record(
+        Comparison(
+            "ns/db-0",
+            "default-scheduler",
+            "n2",
+            "n1",
+            Outcome.LOWER_SCORE,
+            score_gap=40,
+            cause=Cause.STORAGE_PREFERENCE,
+            differing=("PrioritizeVolumes",),
+            stranded=(91 * 2**30, 2**30),
+        )
     )
     path = tmp_path / "report.json"
     path.write_text(json.dumps(tally.report()))
@@ -85,12 +107,22 @@ def saved_report(tmp_path: Path) -> Path:
 def test_a_saved_report_as_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["shadow-report", "--file", str(saved_report(tmp_path))]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "Pods bound by default-scheduler, compared with volsched's decision: 2"
-    assert any(line.split()[:3] == ["agreed", "1", "50.0%"] for line in lines)
-    assert any(line.split()[:3] == ["rejected", "1", "50.0%"] for line in lines)
-    assert "Agreement (same node or tied): 50.0%" in lines
+    assert lines[0] == "Pods bound by default-scheduler, compared with volsched's decision: 3"
+    assert any(line.split()[:3] == ["agreed", "1", "33.3%"] for line in lines)
+    assert any(line.split()[:3] == ["rejected", "1", "33.3%"] for line in lines)
+    assert "Agreement (same node or tied): 33.3%" in lines
     assert any(line.split() == ["1", "Insufficient", "cpu"] for line in lines)
-    assert any(line.split()[:4] == ["ns/b", "n2", "n1", "rejected"] for line in lines)
+    assert any(line.split()[:5] == ["ns/b", "n2", "n1", "rejected", "rejected"] for line in lines)
+    assert any(line.split() == ["1", "storage-preference"] for line in lines)
+    assert any(
+        line.split()
+        == ["ns/db-0", "n2", "n1", "lower_score", "storage-preference", "40", "PrioritizeVolumes"]
+        for line in lines
+    )
+    assert (
+        "Capacity stranded beyond the claims' requests (1 claim pods): theirs 91.0 GiB, "
+        "volsched's 1.0 GiB, saved 90.0 GiB"
+    ) in lines
 
 
 def test_a_saved_report_as_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

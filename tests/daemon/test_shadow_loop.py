@@ -167,6 +167,15 @@ def test_a_claim_the_other_scheduler_bound_is_judged_unbound_again() -> None:
         "big",
         "tiny",
     )
+    # roomy strands 91Gi beyond the 9Gi claim, tight 1Gi: what volsched would have saved.
+    gib = 2**30
+    assert comparison.stranded == (91 * gib, 1 * gib)
+    assert loop.tally.report()["storage"] == {
+        "claimPods": 1,
+        "theirStrandedBytes": 91 * gib,
+        "ourStrandedBytes": 1 * gib,
+        "savedBytes": 90 * gib,
+    }
     # The cache is back as the API server says: the claim bound to roomy.
     assert cluster.pvcs.get("default/data").volume_name == "roomy"
     assert not cluster.pvcs.is_assumed("default/data") and not cluster.pvs.is_assumed("roomy")
