@@ -2,7 +2,10 @@
 
 kube-scheduler's PrioritySort breaks a tie in priority by the time a pod entered the
 queue, so pods created in the same second go in the order they arrived — never by
-name. A snapshot's pods arrive in the order its files list them: the sort is stable.
+name. Arrival is read from what the objects carry: the resourceVersion the API server
+gave them (a pending pod's is its creation's, or close to it), and for objects written
+by hand, which carry none, the order the snapshot's files list them (the sort is
+stable).
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
 
 
-def queue_key(cluster: ClusterCache, pod: Pod) -> tuple[int, float]:
-    return (-cluster.pod_priority(pod), pod.meta.creation_timestamp)
+def queue_key(cluster: ClusterCache, pod: Pod) -> tuple[int, float, int]:
+    return (-cluster.pod_priority(pod), pod.meta.creation_timestamp, pod.meta.resource_version)
 
 
 def in_queue_order(cluster: ClusterCache, pods: Iterable[Pod]) -> list[Pod]:

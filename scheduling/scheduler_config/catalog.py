@@ -201,4 +201,4 @@ def default_plugins(
     """kube-scheduler's defaults; volsched's own default profile adds its storage
     preference, and a cluster with replicated storage the storage plugins."""
     own = VOLSCHED_MULTI_POINT if volsched_defaults else ()
-    return DEFAULT_MULTI_POINT + own + (STORAGE_MULTI_POINT if with_storage else ())
+    return DEFAULT_MULTI_POINT + (STORAGE_MULTI_POINT if with_storage else ()) + own

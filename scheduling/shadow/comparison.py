@@ -24,9 +24,9 @@ Every comparison also says which plugins make the difference, and a ``cause``:
 - ``rejected``: a filter kube-scheduler also runs rules their node out (``rejectedBy``
   names it; on the same cluster that points at a fidelity bug or at state the other
   scheduler did not have);
-- ``fidelity``: a plugin kube-scheduler also runs scores the two nodes apart — on the
-  cluster it decided on, kube-scheduler would have scored them so too, so this is a
-  difference for volsched to fix;
+- ``fidelity``: the plugins kube-scheduler also runs, summed, score our node above
+  theirs — on the cluster it decided on, kube-scheduler would have scored them so too,
+  so this is a difference for volsched to fix (or a cluster the shadow saw differently);
 - ``tie-break``: the two nodes score the same (``tied``);
 - ``none`` for an agreement, ``unknown`` where there is nothing to attribute (an error,
   a node volsched does not know).
@@ -133,16 +133,20 @@ def _attributed(
     differing = tuple(
         name for name in our_scores if our_scores.get(name, 0) != their_scores.get(name, 0)
     )
-    if not differing or set(differing) <= STORAGE_PLUGINS:
-        cause = Cause.STORAGE_PREFERENCE if differing else Cause.TIE_BREAK
+    # The part of the gap kube-scheduler's own plugins make: when it favours our node,
+    # kube-scheduler scoring the same cluster would have too (fidelity); when it does
+    # not, volsched's storage plugins alone make the difference.
+    shared_gap = sum(
+        our_scores.get(name, 0) - their_scores.get(name, 0)
+        for name in differing
+        if name not in STORAGE_PLUGINS
+    )
+    if not differing:
+        cause = Cause.TIE_BREAK
+    elif shared_gap > 0:
+        cause = Cause.FIDELITY
     else:
-        # A plugin kube-scheduler runs too scores the nodes apart in our favour.
-        helping = [n for n in differing if n not in STORAGE_PLUGINS]
-        cause = (
-            Cause.FIDELITY
-            if any(our_scores[n] > their_scores.get(n, 0) for n in helping)
-            else Cause.STORAGE_PREFERENCE
-        )
+        cause = Cause.STORAGE_PREFERENCE
     return {
         "our_scores": tuple(our_scores.items()),
         "their_scores": tuple(their_scores.items()),

@@ -211,7 +211,7 @@ def test_dependencies_are_installed_before_the_source_is_copied() -> None:
 def test_entrypoint_is_the_console_script_and_cmd_is_run() -> None:
     (entrypoint,) = FINAL.last("ENTRYPOINT").exec_form()
     assert entrypoint in PYPROJECT["project"]["scripts"]
-    assert PYPROJECT["project"]["scripts"][entrypoint] == "volsched.daemon.cli.main:main"
+    assert PYPROJECT["project"]["scripts"][entrypoint] == "volsched.entry:main"
     command = FINAL.last("CMD").exec_form()
     assert command == ["run"]
     assert build_parser().parse_args(command).command == "run"

@@ -79,7 +79,7 @@ def test_default_profile_is_upstreams_default_set() -> None:
     assert profile.policy.is_default
     storage = default_profile(with_storage=True)
     assert filters(storage) == [*DEFAULT_FILTERS, "StorageNodeReady", "VolumeLocality"]
-    assert weighted(storage) == [*VOLSCHED_SCORES, ("VolumeLocality", 1)]
+    assert weighted(storage) == [*DEFAULT_SCORES, ("VolumeLocality", 1), ("PrioritizeVolumes", 1)]
 
 
 def test_volume_binding_scores_only_with_the_storage_capacity_scoring_gate() -> None:

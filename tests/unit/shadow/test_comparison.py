@@ -189,6 +189,18 @@ WEIGHTS = {"TaintToleration": 3, "NodeResourcesFit": 1, "PrioritizeVolumes": 1}
             id="kube-scheduler's plugins favour theirs; the storage preference outweighs them",
         ),
         pytest.param(
+            scored(
+                {
+                    "a": {"TaintToleration": 10, "NodeResourcesFit": 40, "PrioritizeVolumes": 90},
+                    "b": {"TaintToleration": 0, "NodeResourcesFit": 80, "PrioritizeVolumes": 20},
+                }
+            ),
+            "b",
+            Cause.STORAGE_PREFERENCE,
+            ("TaintToleration", "NodeResourcesFit", "PrioritizeVolumes"),
+            id="one shared plugin favours ours, but kube-scheduler's plugins sum to theirs",
+        ),
+        pytest.param(
             scored({"a": {"NodeResourcesFit": 50}, "b": {"NodeResourcesFit": 50}}),
             "b",
             Cause.TIE_BREAK,
