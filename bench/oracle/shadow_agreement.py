@@ -1,7 +1,8 @@
 """How often volsched agrees with the real kube-scheduler, side by side on a real control plane.
 
     VOLSCHED_KUBE_ASSETS=/path/to/bin python -m bench.oracle.shadow_agreement \\
-        [--nodes 60] [--pods 1000] [--seed 1] [--rate 20] [--out FILE.json] [--keep-logs DIR]
+        [--nodes 60] [--pods 1000] [--seed 1] [--rate 20] [--wffc-pods 0] \\
+        [--volsched-profile kube|own] [--out FILE.json] [--keep-logs DIR]
 
 The recordings under ``tests/oracle/`` check volsched against kube-scheduler one small
 scenario at a time. This benchmark asks the question a platform team asks before switching:
@@ -14,23 +15,37 @@ kube-scheduler did? It answers it the way they would, with shadow mode (docs/gui
    ``NoSchedule`` and ``PreferNoSchedule`` taints and ``status.images`` (created as the
    recorder creates them: status patched, exact taints so the not-ready taint is gone);
 3. ``volsched run --shadow`` with the *same* KubeSchedulerConfiguration, so both decide with
-   the same plugins and weights; the pods are created only once it is ready (a shadow does not
-   compare pods it first sees bound);
+   the same plugins and weights (``--volsched-profile kube``, the default), or with none at
+   all (``--volsched-profile own``: volsched's own default profile, which adds
+   ``PrioritizeVolumes`` and so may choose another node for a claim pod, counted under the
+   cause ``storage-preference``); the pods are created only once it is ready (a shadow does
+   not compare pods it first sees bound);
 4. the pods, at a modest rate (default 20 a second) so that kube-scheduler decides them one
    by one, each against the bindings of the ones before: plain pods with varied requests,
    best-effort pods, pods whose images some nodes hold, preferred and required node affinity,
    tolerations, host ports, soft and hard pod (anti-)affinity by zone and by hostname,
    topology spread constraints (zone and hostname, DoNotSchedule and ScheduleAnyway), all in
    Deployment-like label sets, some behind a Service or owned by a ReplicaSet so that the
-   default spreading constraints apply too. No PersistentVolumeClaims: the shadow's handling
-   of claim pods is measured elsewhere. Everything is drawn from ``--seed``;
+   default spreading constraints apply too. With ``--wffc-pods N``, N of the pods are
+   StatefulSet-like pods with a claim each (created just before its pod) of a local,
+   ``WaitForFirstConsumer`` StorageClass, interleaved with the rest; local PVs of mixed sizes
+   are pinned to the nodes, created (and ``Available``) before kube-scheduler starts. Claim
+   pods carry requests and some of the constraints above too. Everything is drawn from
+   ``--seed`` (the claim pods and PVs from a stream of their own, so the other pods are
+   the ones a run without them draws);
 5. it waits until every pod is bound or has a FailedScheduling event and the shadow's
    compared count has stopped growing, then reads ``/shadow/report``. The report keeps only
    the latest 100 differences, so it is also read every two seconds during the run and the
    differences are merged by pod: every non-agreement is listed, with what kind of pod it
    was and what the two nodes are;
 6. it checks that volsched wrote nothing (no Event it reported, no field it manages on any
-   object) and writes the result as JSON.
+   object) and writes the result as JSON: the outcomes, the report's ``causes`` and
+   ``storage`` section, how the claim pods came out, and per difference its ``cause``,
+   ``differingPlugins`` and, for a claim pod, the claim's size and both PVs' sizes (theirs:
+   the PV bound to the claim; ours: from the difference's ``strandedBytes`` when given).
+
+Claims and PVs are not deleted at the end (their protection finalizers would hold them):
+the whole control plane, etcd's data with it, is torn down instead.
 
 With fewer than 100 nodes kube-scheduler's adaptive ``percentageOfNodesToScore`` still
 evaluates every node, as the shadow always does, so the two choose among the same nodes.
@@ -105,6 +120,13 @@ IMAGES: tuple[tuple[str, int], ...] = (
     ("registry.example.com/ml/trainer:0.9", 950_000_000),
     ("registry.example.com/batch/report:3.1", 120_000_000),
 )
+# The local, WaitForFirstConsumer class of the claim pods, its PVs' and claims' sizes (GiB).
+STORAGE_CLASS = "local-wffc"
+PV_SIZES_GIB = (5, 10, 20, 50, 100)
+PV_SIZE_WEIGHTS = (3, 4, 3, 2, 1)
+CLAIM_SIZES_GIB = (1, 2, 4, 5, 8, 10, 15, 20, 30, 40)
+CLAIM_SIZE_WEIGHTS = (3, 3, 3, 3, 3, 3, 2, 2, 1, 1)
+GIB = 2**30
 CPU_REQUESTS = ("50m", "100m", "100m", "250m", "250m", "500m", "1", "2")
 MEMORY_REQUESTS = ("64Mi", "128Mi", "256Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi")
 
@@ -120,9 +142,20 @@ class AgreementRun:
     settle_seconds: float = 10.0  # how long nothing may change before the run is over
     timeout_seconds: float = 900.0  # for the wait after the last pod is created
     scheduler_verbosity: int = 2
-    # The KubeSchedulerConfiguration volsched gets; None: the one kube-scheduler runs with.
+    # The KubeSchedulerConfiguration volsched gets; None: as ``volsched_profile`` says.
     # Only a check of the benchmark itself gives it another (does a known difference show?).
     volsched_configuration: Raw | None = None
+    # How many of ``pods`` are StatefulSet-like pods with a WaitForFirstConsumer claim.
+    wffc_pods: int = 0
+    # "kube": volsched's config holds kube-scheduler's KubeSchedulerConfiguration; "own":
+    # it holds none, and volsched decides with its own default profile.
+    volsched_profile: str = "kube"
+
+    def shadow_configuration(self) -> Raw | None:
+        """The KubeSchedulerConfiguration volsched's config holds; None: none at all."""
+        if self.volsched_configuration is not None:
+            return self.volsched_configuration
+        return SCHEDULER_CONFIGURATION if self.volsched_profile == "kube" else None
 
 
 # --------------------------------------------------------------------------- nodes
@@ -199,6 +232,89 @@ def describe_node(node: Raw) -> Raw:
     }
 
 
+# --------------------------------------------------------------------------- volumes
+
+
+def claim_rng(run: AgreementRun) -> random.Random:
+    """The claim pods' and PVs' own random stream: the other pods and the nodes are the
+    ones a run without claim pods draws."""
+    return random.Random(f"{run.seed}/wffc")
+
+
+def make_storage_class() -> Raw:
+    """The local class: no provisioner, binding delayed until a pod is scheduled."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": STORAGE_CLASS},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "reclaimPolicy": "Retain",
+    }
+
+
+def make_volumes(run: AgreementRun, nodes: Sequence[Raw], rng: random.Random) -> list[Raw]:
+    """Local PVs of mixed sizes on every node, pinned to it by hostname: 2 to 4 a node, or
+    more where the claims need them (about one and a half PVs a claim), none without claim
+    pods."""
+    if run.wffc_pods <= 0:
+        return []
+    low = max(2, -(-3 * run.wffc_pods // (2 * max(run.nodes, 1))) - 1)
+    volumes = []
+    for node in nodes:
+        name = node["metadata"]["name"]
+        for index in range(rng.randint(low, low + 2)):
+            size = rng.choices(PV_SIZES_GIB, PV_SIZE_WEIGHTS)[0]
+            volumes.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": f"local-{name}-{index}", "labels": {"size": f"{size}Gi"}},
+                    "spec": {
+                        "capacity": {"storage": f"{size}Gi"},
+                        "accessModes": ["ReadWriteOnce"],
+                        "volumeMode": "Filesystem",
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "storageClassName": STORAGE_CLASS,
+                        "local": {"path": f"/mnt/disks/vol{index}"},
+                        "nodeAffinity": {
+                            "required": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {"key": HOSTNAME, "operator": "In", "values": [name]}
+                                        ]
+                                    }
+                                ]
+                            }
+                        },
+                    },
+                }
+            )
+    return volumes
+
+
+def quantity_bytes(quantity: str) -> int:
+    """A storage quantity (``10Gi``, ``500M``, ``1073741824``) in bytes."""
+    suffixes = {
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "Pi": 2**50,
+        "k": 10**3,
+        "K": 10**3,
+        "M": 10**6,
+        "G": 10**9,
+        "T": 10**12,
+        "P": 10**15,
+    }
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if quantity.endswith(suffix):
+            return int(float(quantity[: -len(suffix)]) * suffixes[suffix])
+    return int(float(quantity))
+
+
 # --------------------------------------------------------------------------- pods
 
 
@@ -209,7 +325,8 @@ class App:
     name: str
     kind: str
     weight: float
-    owner: str = "none"  # "service", "replicaset" or "none": what default spreading sees
+    # "service", "replicaset", "statefulset" or "none": what default spreading sees
+    owner: str = "none"
 
 
 # Each kind is one way a pod can constrain or steer its placement; the weights set the mix.
@@ -239,6 +356,20 @@ APPS: tuple[App, ...] = (
     App("both-spread", "spread-zone-soft-hostname-hard", 3, "service"),
     App("ssd-spread", "spread-zone-with-required-node-affinity", 2),
     App("mixed", "tolerations-preferred-affinity-soft-anti", 3, "replicaset"),
+)
+
+
+# The StatefulSet-like apps of the claim pods (``--wffc-pods``): one claim each, and the
+# requests and constraints of the kind named.
+CLAIM_APPS: tuple[App, ...] = (
+    App("pg", "plain", 4, "statefulset"),
+    App("kafka", "preferred-anti-affinity-hostname", 3, "statefulset"),
+    App("elastic", "spread-zone-donotschedule", 3, "statefulset"),
+    App("mongo", "required-node-affinity", 2, "statefulset"),
+    App("zk", "spread-hostname-scheduleanyway", 2, "statefulset"),
+    App("etcd-store", "tolerates-prefernoschedule", 2, "service"),
+    App("minio", "required-anti-affinity-hostname", 1),
+    App("scratch-db", "besteffort", 1),
 )
 
 
@@ -499,14 +630,89 @@ class PodPlan:
     app: App
     constraints: list[str]
     manifest: Raw
+    # The pod's WaitForFirstConsumer claim, created just before it; None: no claim.
+    claim: Raw | None = None
 
 
-def make_pods(run: AgreementRun, rng: random.Random) -> list[PodPlan]:
-    """The pods in creation order: each pod's app drawn by weight, its shape from the app."""
+def make_claim_pods(run: AgreementRun, rng: random.Random) -> list[PodPlan]:
+    """``run.wffc_pods`` StatefulSet-like pods, each with its own claim of the local class
+    (``data-<pod>``, as a volumeClaimTemplate names it)."""
+    weights = [app.weight for app in CLAIM_APPS]
+    replicas: Counter[str] = Counter()
+    plans = []
+    for _ in range(run.wffc_pods):
+        app = rng.choices(CLAIM_APPS, weights)[0]
+        name = f"{app.name}-{replicas[app.name]}"
+        replicas[app.name] += 1
+        constraints, spec = _shape(app.kind, app.name, rng)
+        size = rng.choices(CLAIM_SIZES_GIB, CLAIM_SIZE_WEIGHTS)[0]
+        claim_name = f"data-{name}"
+        spec["terminationGracePeriodSeconds"] = 0
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim_name}}]
+        for container in spec["containers"]:
+            container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        labels = {
+            "app": app.name,
+            "controller-revision-hash": f"{app.name}-6c5d8f",
+            "statefulset.kubernetes.io/pod-name": name,
+        }
+        constraints = [*constraints, f"wffc-claim-{size}Gi"]
+        if app.owner != "none":
+            constraints.append(f"default-spreading-via-{app.owner}")
+        plans.append(
+            PodPlan(
+                name=name,
+                app=app,
+                constraints=constraints,
+                manifest={
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+                    "spec": spec,
+                },
+                claim={
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "metadata": {
+                        "name": claim_name,
+                        "namespace": NAMESPACE,
+                        "labels": {"app": app.name},
+                    },
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": STORAGE_CLASS,
+                        "volumeMode": "Filesystem",
+                        "resources": {"requests": {"storage": f"{size}Gi"}},
+                    },
+                },
+            )
+        )
+    return plans
+
+
+def make_pods(
+    run: AgreementRun, rng: random.Random, claim_stream: random.Random | None = None
+) -> list[PodPlan]:
+    """The pods in creation order: each pod's app drawn by weight, its shape from the app;
+    ``run.wffc_pods`` of them claim pods (drawn from ``claim_stream``) at places drawn
+    from it too."""
+    claim_stream = claim_stream or claim_rng(run)
+    wffc = max(0, min(run.wffc_pods, run.pods))
+    plans = make_other_pods(run.pods - wffc, rng)
+    if not wffc:
+        return plans
+    claim_plans = make_claim_pods(run, claim_stream)
+    places = set(claim_stream.sample(range(run.pods), wffc))
+    others, claims = iter(plans), iter(claim_plans)
+    return [next(claims) if index in places else next(others) for index in range(run.pods)]
+
+
+def make_other_pods(count: int, rng: random.Random) -> list[PodPlan]:
+    """The pods without claims, in creation order."""
     weights = [app.weight for app in APPS]
     replicas: Counter[str] = Counter()
     plans = []
-    for _ in range(run.pods):
+    for _ in range(count):
         app = rng.choices(APPS, weights)[0]
         number = replicas[app.name]
         replicas[app.name] += 1
@@ -569,13 +775,13 @@ def create_node(cp: ControlPlane, node: Raw) -> None:
     cp.request("PATCH", path, {"spec": {"taints": taints}}, content_type=MERGE)
 
 
-def create_owners(cp: ControlPlane) -> dict[str, Raw]:
-    """A Service or a ReplicaSet (of zero replicas: no controller would act on more) for
-    the apps that have one, so that kube-scheduler's default topology spreading, which
-    takes its selector from them, applies to those pods. Returns each ReplicaSet's
-    ownerReference."""
+def create_owners(cp: ControlPlane, apps: Sequence[App] = APPS) -> dict[str, Raw]:
+    """A Service, a ReplicaSet or a StatefulSet (of zero replicas: no controller would act
+    on more) for the apps that have one, so that kube-scheduler's default topology
+    spreading, which takes its selector from them, applies to those pods. Returns each
+    ReplicaSet's and StatefulSet's ownerReference."""
     references: dict[str, Raw] = {}
-    for app in APPS:
+    for app in apps:
         selector = {"app": app.name}
         if app.owner == "service":
             cp.request(
@@ -611,7 +817,66 @@ def create_owners(cp: ControlPlane) -> dict[str, Raw]:
                 "controller": True,
                 "blockOwnerDeletion": False,
             }
+        elif app.owner == "statefulset":
+            labels = {**selector, "controller-revision-hash": f"{app.name}-6c5d8f"}
+            created = cp.request(
+                "POST",
+                f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets",
+                {
+                    "metadata": {"name": app.name},
+                    "spec": {
+                        "replicas": 0,
+                        "serviceName": app.name,
+                        "selector": {"matchLabels": selector},
+                        "template": {
+                            "metadata": {"labels": labels},
+                            "spec": {"containers": [{"name": "main", "image": PAUSE}]},
+                        },
+                    },
+                },
+            )
+            references[app.name] = {
+                "apiVersion": "apps/v1",
+                "kind": "StatefulSet",
+                "name": created["metadata"]["name"],
+                "uid": created["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": False,
+            }
     return references
+
+
+def create_volumes(
+    cp: ControlPlane, volumes: Sequence[Raw], timeout: float = 120.0
+) -> dict[str, int]:
+    """The local StorageClass and the PVs, then a wait until the PV binder has made every
+    PV ``Available`` (it creates them ``Pending``), as kube-scheduler must find them.
+    Returns PV name -> capacity in bytes."""
+    if not volumes:
+        return {}
+    cp.request("POST", "/apis/storage.k8s.io/v1/storageclasses", make_storage_class())
+    for volume in volumes:
+        cp.request("POST", "/api/v1/persistentvolumes", volume)
+    names = {volume["metadata"]["name"] for volume in volumes}
+    deadline = time.monotonic() + timeout
+    while True:
+        phases = {
+            pv["metadata"]["name"]: (pv.get("status") or {}).get("phase")
+            for pv in list_all(cp, "/api/v1/persistentvolumes")
+        }
+        waiting = sorted(n for n in names if phases.get(n) != "Available")
+        if not waiting:
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(
+                f"{len(waiting)} PVs not Available after {timeout:g} s (e.g. {waiting[:3]}); "
+                "see the kube-controller-manager log"
+            )
+        time.sleep(0.5)
+    return {
+        volume["metadata"]["name"]: quantity_bytes(volume["spec"]["capacity"]["storage"])
+        for volume in volumes
+    }
 
 
 def list_all(cp: ControlPlane, path: str) -> list[Raw]:
@@ -647,11 +912,16 @@ class ShadowProcess:
     the same KubeSchedulerConfiguration kube-scheduler runs with. Leader election is off
     through that document's ``leaderElection.leaderElect: false``; volsched refuses the
     same setting given twice, so its own ``leaderElection`` key is left out (a shadow
-    never elects anyway).
+    never elects anyway). With ``configuration`` None the file holds volsched's own keys
+    only — volsched decides with its own default profile — and leader election is off
+    through its own ``leaderElection.enabled: false``.
     """
 
     def __init__(
-        self, workdir: Path, kubeconfig: Path, configuration: Raw = SCHEDULER_CONFIGURATION
+        self,
+        workdir: Path,
+        kubeconfig: Path,
+        configuration: Raw | None = SCHEDULER_CONFIGURATION,
     ) -> None:
         self.workdir = workdir
         self.kubeconfig = kubeconfig
@@ -660,15 +930,19 @@ class ShadowProcess:
         self.config = workdir / "volsched-shadow.yaml"
         self.log_path = workdir / "volsched-shadow.log"
         self.process: subprocess.Popen[bytes] | None = None
-        own = {
+        own: Raw = {
             "database": {"path": str(workdir / "volsched-shadow.db")},
             "http": {"address": self.address, "authentication": {"enabled": False}},
         }
-        self.config.write_text(
-            yaml.safe_dump(own, sort_keys=False)
-            + "---\n"
-            + yaml.safe_dump(configuration, sort_keys=False)
-        )
+        if configuration is None:
+            own["leaderElection"] = {"enabled": False}
+            self.config.write_text(yaml.safe_dump(own, sort_keys=False))
+        else:
+            self.config.write_text(
+                yaml.safe_dump(own, sort_keys=False)
+                + "---\n"
+                + yaml.safe_dump(configuration, sort_keys=False)
+            )
 
     @property
     def command(self) -> list[str]:
@@ -778,6 +1052,8 @@ def create_pods(
                 next_poll = time.monotonic() + POLL_SECONDS
             else:
                 time.sleep(min(due - now, 0.05))
+        if plan.claim is not None:
+            cp.request("POST", f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims", plan.claim)
         manifest = plan.manifest
         if plan.app.name in owners:
             manifest = json.loads(json.dumps(manifest))
@@ -846,6 +1122,9 @@ def volsched_writes(cp: ControlPlane) -> Raw:
         f"/api/v1/namespaces/{NAMESPACE}/services",
         f"/apis/apps/v1/namespaces/{NAMESPACE}/replicasets",
         "/apis/coordination.k8s.io/v1/leases",
+        "/api/v1/persistentvolumes",
+        f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims",
+        f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets",
     ):
         for obj in list_all(cp, path):
             for entry in obj["metadata"].get("managedFields") or []:
@@ -915,8 +1194,10 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
     """Run the whole benchmark in ``workdir``; returns the result (without ``command``)."""
     started = time.monotonic()
     rng = random.Random(run.seed)
+    claim_stream = claim_rng(run)
     nodes = make_nodes(run, rng)
-    plans = make_pods(run, rng)
+    volumes = make_volumes(run, nodes, claim_stream)
+    plans = make_pods(run, rng, claim_stream)
     by_pod = {plan.name: plan for plan in plans}
     node_info = {node["metadata"]["name"]: describe_node(node) for node in nodes}
     workdir.mkdir(parents=True, exist_ok=True)
@@ -924,12 +1205,12 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
         create_namespace(cp)
         for node in nodes:
             create_node(cp, node)
-        owners = create_owners(cp)
+        owners = create_owners(cp, APPS + (CLAIM_APPS if run.wffc_pods > 0 else ()))
+        # The PVs exist and are Available before either scheduler starts.
+        pv_bytes = create_volumes(cp, volumes)
         # kube-scheduler starts after the nodes exist, as the recorder starts it.
         cp.start_scheduler(SCHEDULER_CONFIGURATION, verbosity=run.scheduler_verbosity)
-        shadow = ShadowProcess(
-            workdir, cp.kubeconfig, run.volsched_configuration or SCHEDULER_CONFIGURATION
-        )
+        shadow = ShadowProcess(workdir, cp.kubeconfig, run.shadow_configuration())
         try:
             ready = shadow.start()
             observed = Observed()
@@ -937,6 +1218,7 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
             bound, pending, timed_out = wait_until_settled(cp, shadow, plans, run, observed)
             observed.take(shadow.report())
             writes = volsched_writes(cp)
+            claims = bound_claims(cp) if run.wffc_pods > 0 else {}
             # Only the pods volsched would place are disagreements; the report counts
             # them but does not name them, so only then is each pending pod explained.
             placeable = int(observed.report["pending"]["placeable"])
@@ -944,6 +1226,8 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
         finally:
             shadow.stop()
         log_facts = scheduler_log_facts(cp)
+        # Claims and PVs are left as they are (their protection finalizers would hold a
+        # delete): the control plane is torn down, etcd's data with it.
 
     report = observed.report
     outcomes: dict[str, int] = report["outcomes"]
@@ -956,6 +1240,9 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
         differences.append(
             {
                 **difference,
+                "cause": difference.get("cause"),
+                "differingPlugins": difference.get("differingPlugins"),
+                **(claim_sizes(plan, difference, claims, pv_bytes) if plan and plan.claim else {}),
                 "kind": plan.app.kind if plan else None,
                 "constraints": plan.constraints if plan else None,
                 "requests": _pod_requests(plan.manifest) if plan else None,
@@ -979,6 +1266,7 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
         for name, message in sorted(pending.items())
     ]
     kinds = Counter(plan.app.kind for plan in plans)
+    claim_pods = claim_pod_outcomes(plans, bound, pending, differences, compared, report)
     return {
         "benchmark": "shadow-agreement",
         "kube_scheduler": f"v1.36.2 (default profile, -v={run.scheduler_verbosity})",
@@ -986,16 +1274,23 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
         "pods": run.pods,
         "seed": run.seed,
         "rate_pods_per_second": run.rate,
-        "same_configuration": run.volsched_configuration is None,
+        "same_configuration": run.volsched_configuration is None and run.volsched_profile == "kube",
+        "volsched_profile": run.volsched_profile
+        if run.volsched_configuration is None
+        else "custom",
+        "wffc_pods": run.wffc_pods,
         "bound": len(bound),
         "left_pending": len(pending),
         "compared": compared,
         "every_bound_pod_compared": compared == len(bound),
         "outcomes": outcomes,
+        "causes": report.get("causes"),
         "agreement_ratio": round(agreeing / compared, 4) if compared else None,
         "report_agreement_ratio": report.get("agreementRatio"),
         "rejection_reasons": report.get("rejectionReasons"),
         "score_gap": report.get("scoreGap"),
+        "storage": report.get("storage"),
+        "claim_pods": claim_pods,
         "pending_verdicts": report.get("pending"),
         "differences": differences,
         "differences_listed": len(differences),
@@ -1006,21 +1301,105 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
         "pod_creation_seconds": round(creating, 2),
         "duration_seconds": round(time.monotonic() - started, 1),
         "volsched_writes": writes,
-        "workload": {"kinds": dict(sorted(kinds.items())), "apps": len(APPS)},
+        "workload": {
+            "kinds": dict(sorted(kinds.items())),
+            "apps": len(APPS) + (len(CLAIM_APPS) if run.wffc_pods > 0 else 0),
+            "claim_pods": sum(1 for plan in plans if plan.claim),
+            "pvs": len(volumes),
+            "pv_sizes": dict(
+                sorted(Counter(v["spec"]["capacity"]["storage"] for v in volumes).items())
+            ),
+        },
         "node_table": node_info,
         "machine": {"cpus": os.cpu_count()},
+    }
+
+
+def bound_claims(cp: ControlPlane) -> dict[str, Raw]:
+    """Claim name -> its phase and the PV bound to it (``spec.volumeName``), if any."""
+    return {
+        claim["metadata"]["name"]: {
+            "phase": (claim.get("status") or {}).get("phase"),
+            "volume": claim["spec"].get("volumeName"),
+        }
+        for claim in list_all(cp, f"/api/v1/namespaces/{NAMESPACE}/persistentvolumeclaims")
+    }
+
+
+def claim_sizes(
+    plan: PodPlan, difference: Raw, claims: dict[str, Raw], pv_bytes: dict[str, int]
+) -> Raw:
+    """A claim pod's claim and both PVs' sizes: theirs is the PV bound to the claim now,
+    ours what the difference's ``strandedBytes`` (the excess of volsched's PV over the
+    claim) gives, when it gives one."""
+    assert plan.claim is not None
+    name = plan.claim["metadata"]["name"]
+    requested = quantity_bytes(plan.claim["spec"]["resources"]["requests"]["storage"])
+    their_pv = claims.get(name, {}).get("volume")
+    sizes: Raw = {
+        "claim": name,
+        "claimGiB": requested / GIB,
+        "theirPv": their_pv,
+        "theirPvGiB": pv_bytes[their_pv] / GIB if their_pv in pv_bytes else None,
+    }
+    stranded = difference.get("strandedBytes")
+    if isinstance(stranded, dict) and stranded.get("ours") is not None:
+        sizes["ourPvGiB"] = (requested + int(stranded["ours"])) / GIB
+    for key in ("ourVolumes", "ourPvs", "ourPV", "ourVolume"):
+        if key in difference:
+            sizes["ourPvFromReport"] = difference[key]
+    return sizes
+
+
+def claim_pod_outcomes(
+    plans: Sequence[PodPlan],
+    bound: dict[str, str],
+    pending: dict[str, str],
+    differences: Sequence[Raw],
+    compared: int,
+    report: Raw,
+) -> Raw:
+    """How the claim pods came out: bound, pending, compared (every bound pod is compared
+    when the report's count equals the bound count: the report names only differences),
+    and the differences among them by outcome and cause."""
+    names = {plan.name for plan in plans if plan.claim}
+    bound_claim = sum(1 for name in names if name in bound)
+    theirs = [d for d in differences if d["pod"].split("/", 1)[1] in names]
+    storage = report.get("storage") or {}
+    return {
+        "created": len(names),
+        "bound": bound_claim,
+        "left_pending": sum(1 for name in names if name in pending),
+        "compared": bound_claim if compared == len(bound) else None,
+        "storage_section_claim_pods": storage.get("claimPods")
+        if isinstance(storage, dict)
+        else None,
+        "differences": len(theirs),
+        "agreed_or_tied": bound_claim - len(theirs) if compared == len(bound) else None,
+        "difference_outcomes": dict(Counter(d["outcome"] for d in theirs)),
+        "difference_causes": dict(Counter(d.get("cause") for d in theirs)),
     }
 
 
 def summary_line(result: Raw) -> str:
     """The one line a terminal or CI log shows."""
     outcomes = ", ".join(f"{k} {v}" for k, v in result["outcomes"].items() if v)
+    causes = ", ".join(f"{k} {v}" for k, v in (result.get("causes") or {}).items() if v)
     ratio = result["agreement_ratio"]
     shown = f"{ratio:.2%}" if ratio is not None else "n/a"
+    claims = result.get("claim_pods") or {}
+    with_claims = (
+        f" ({claims['bound']} bound claim pods, {claims['differences']} differing)"
+        if claims.get("created")
+        else ""
+    )
     return (
-        f"shadow agreement {shown} ({outcomes}) over {result['compared']} compared of "
-        f"{result['bound']} bound, {result['left_pending']} left pending; {result['nodes']} "
-        f"nodes, {result['pods']} pods, seed {result['seed']}, {result['duration_seconds']} s"
+        f"shadow agreement {shown} ({outcomes}; causes: {causes or 'n/a'}) over "
+        f"{result['compared']} compared of {result['bound']} bound{with_claims}, "
+        f"{result['left_pending']} left pending; {result['nodes']} nodes, {result['pods']} "
+        f"pods, {result.get('wffc_pods', 0)} with WFFC claims, volsched profile "
+        f"{result.get('volsched_profile', 'kube')}, seed {result['seed']}, "
+        f"{result['duration_seconds']} s"
     )
 
 
@@ -1047,6 +1426,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rate", type=float, default=20.0, help="pods created per second")
+    parser.add_argument(
+        "--wffc-pods",
+        type=int,
+        default=0,
+        help="how many of the pods have a WaitForFirstConsumer claim of local PVs",
+    )
+    parser.add_argument(
+        "--volsched-profile",
+        choices=("kube", "own"),
+        default="kube",
+        help="kube: volsched gets kube-scheduler's KubeSchedulerConfiguration; "
+        "own: none (volsched's own default profile)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="result JSON file")
     parser.add_argument(
         "--keep-logs", type=Path, default=None, help="keep the work dir (every log) here"
@@ -1064,7 +1456,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    run = AgreementRun(nodes=args.nodes, pods=args.pods, seed=args.seed, rate=args.rate)
+    if not 0 <= args.wffc_pods <= args.pods:
+        print("--wffc-pods must be between 0 and --pods", file=sys.stderr)
+        return 2
+    run = AgreementRun(
+        nodes=args.nodes,
+        pods=args.pods,
+        seed=args.seed,
+        rate=args.rate,
+        wffc_pods=args.wffc_pods,
+        volsched_profile=args.volsched_profile,
+    )
     workdir = args.keep_logs or Path(tempfile.mkdtemp(prefix="volsched-shadow-agreement-"))
     ok = False
     try:
