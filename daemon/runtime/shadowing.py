@@ -44,6 +44,7 @@ from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.shadow.comparison import Outcome, compare
 from volsched.scheduling.shadow.own_writes import unbound_claims, undo_binding_writes
+from volsched.scheduling.shadow.prebind import PreBinding
 from volsched.scheduling.shadow.savings import our_stranded, their_stranded
 from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
 
@@ -51,6 +52,10 @@ log = logging.getLogger("volsched.shadow")
 # How often the verdicts on pending pods drop the pods that are gone or were bound
 # without a comparison (seen bound before the caches synced, say).
 PRUNE_SECONDS = 1.0
+# How long a pod the other scheduler is binding volumes for counts on its node before
+# the shadow takes its binding to have failed (kube-scheduler's bindTimeoutSeconds is
+# 600; a binding seen later is still compared, as a pod bound without PreBind).
+PREBIND_SECONDS = 600.0
 
 
 class ShadowLoop:
@@ -85,6 +90,10 @@ class ShadowLoop:
         # then (the other scheduler's PreBind binds them before the pod).
         self._first_seen: dict[str, tuple[float, frozenset[str]]] = {}
         self.wall_clock: Callable[[], float] = time.time
+        # Claim pods the other scheduler is binding volumes for: judged at its first
+        # PreBind write and counted on their node until the binding arrives.
+        self.prebinding = PreBinding()
+        self._judged: set[str] = set()
 
     def decide(self, pod: Pod) -> Decision:
         """The pod's profile's decision over every node, nothing reserved: each node is
@@ -122,17 +131,29 @@ class ShadowLoop:
         for key in list(self._first_seen):
             if key not in self.tally.pending and key not in self.cluster.pending:
                 del self._first_seen[key]
+        for key in self.prebinding.watching():
+            if key not in self._first_seen:
+                self.prebinding.forget(key)
+        # A binding that never came (PreBind failed): the pod is pending again.
+        for key, _ in self.cluster.expire_assumed(self.monotonic()):
+            self._judged.discard(key)
 
     def decide_pending(self, entry: QueuedPod) -> None:
         key = entry.pod.meta.key
         pod = self.cluster.pods.get(key)
-        if pod is None or pod.node_name or pod.scheduler_name not in self.scheduler_names:
+        if (
+            pod is None
+            or pod.node_name
+            or key in self.cluster.assumed_pods
+            or pod.scheduler_name not in self.scheduler_names
+        ):
             self.queue.done(key)
             self.tally.forget_pending(key)
             return
         if key not in self._first_seen:
             claims = unbound_claims(self.cluster, pod.namespace, pod.claim_names())
             self._first_seen[key] = (self.wall_clock(), claims)
+            self.prebinding.watch(key, claims)
         decision = self.decide(pod)
         if decision.error is not None:
             result = "error"
@@ -148,28 +169,60 @@ class ShadowLoop:
         self.tally.decided_pending(key, PendingVerdict(decision.node, decision.message or ""))
         self.metrics.shadow_pending_decisions.labels(result=result).inc()
 
+    def volume_changed(self, kind: str, key: str) -> None:
+        """A PV or claim changed: if it is the other scheduler's PreBind write for a
+        watched pod, judge the pod now, on the cluster it was decided on, and count it on
+        its node as that scheduler does. Never raises: the ingest must go on."""
+        if not self.comparing or kind not in ("PersistentVolume", "PersistentVolumeClaim"):
+            return
+        try:
+            written = self.prebinding.written(self.cluster, kind, key)
+            if written is None:
+                return
+            pod_key, node = written
+            self.prebinding.forget(pod_key)
+            pod = self.cluster.pods.get(pod_key)
+            if pod is None or pod.node_name or pod_key in self.cluster.assumed_pods:
+                return
+            self.judge(pod, node)
+            self._judged.add(pod_key)
+            self.cluster.assume_pod(pod, node)
+            self.cluster.finish_binding(pod_key, self.monotonic() + PREBIND_SECONDS)
+        except Exception as exc:
+            log.error("shadow PreBind check of %s %s failed: %s", kind, key, exc)
+
     def pod_bound(self, pending: Pod, bound: Pod) -> None:
         """The watch shows ``pending`` bound (``bound.node_name``); the cache does not
         hold the binding yet. Never raises: the ingest must go on."""
         if not self.comparing or pending.scheduler_name not in self.scheduler_names:
             return
-        try:
-            profile = self.profiles.for_pod(pending).profile
-            weights = {priority.policy_name: priority.weight for priority in profile.priorities}
-            first_seen, claims = self._first_seen.pop(pending.meta.key, (0.0, frozenset()))
-            theirs = their_stranded(self.cluster, claims)
-            undone = undo_binding_writes(self.cluster, claims, first_seen)
-            try:
-                decision = self.decide(pending)
-            finally:
-                undone.restore(self.cluster)
-            comparison = compare(decision, bound.node_name, self.cluster.nodes, weights)
-            ours = our_stranded(decision)
-            if theirs is not None and ours is not None:
-                comparison = dataclasses.replace(comparison, stranded=(theirs, ours))
-        except Exception as exc:
-            log.error("shadow comparison for %s failed: %s", pending.meta.key, exc)
+        key = pending.meta.key
+        if key in self._judged:
+            # Judged when its volumes' binding began; the binding confirms it.
+            self._judged.discard(key)
             return
+        self.prebinding.forget(key)
+        try:
+            self.judge(pending, bound.node_name)
+        except Exception as exc:
+            log.error("shadow comparison for %s failed: %s", key, exc)
+
+    def judge(self, pending: Pod, their_node: str) -> None:
+        """Compare volsched's decision for ``pending`` with ``their_node``, the other
+        scheduler's own writes for the pod taken out, and record it."""
+        profile = self.profiles.for_pod(pending).profile
+        weights = {priority.policy_name: priority.weight for priority in profile.priorities}
+        first_seen, claims = self._first_seen.pop(pending.meta.key, (0.0, frozenset()))
+        theirs = their_stranded(self.cluster, claims)
+        undone = undo_binding_writes(self.cluster, claims, first_seen)
+        try:
+            decision = self.decide(pending)
+        finally:
+            undone.restore(self.cluster)
+        comparison = compare(decision, their_node, self.cluster.nodes, weights)
+        ours = our_stranded(decision)
+        if theirs is not None and ours is not None:
+            comparison = dataclasses.replace(comparison, stranded=(theirs, ours))
         self.tally.record(comparison)
         self.metrics.shadow_comparisons.labels(
             outcome=str(comparison.outcome),
@@ -210,6 +263,7 @@ class ShadowDaemon(Daemon):
             self.cluster, self.profiles, self.queue, self.tally, self.metrics, names
         )
         self.ingest.on_pod_bound = self.shadow.pod_bound
+        self.changes.listeners.append(self.shadow.volume_changed)
 
     def health(self) -> HealthChecks:
         return health_checks(self.shadow, self.sync, self.store, self.metrics, self.ready)

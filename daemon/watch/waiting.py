@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 Key = tuple[str, str]
 
@@ -20,10 +20,14 @@ Key = tuple[str, str]
 class ChangeNotifier:
     def __init__(self) -> None:
         self._waiters: dict[Key, set[asyncio.Event]] = defaultdict(set)
+        # Told every change as it is applied (the shadow reads PreBind writes here).
+        self.listeners: list[Callable[[str, str], None]] = []
 
     def notify(self, kind: str, key: str) -> None:
         for event in self._waiters.get((kind, key), ()):
             event.set()
+        for listener in self.listeners:
+            listener(kind, key)
 
     def waiting(self) -> int:
         """How many waits are registered (for metrics and tests)."""

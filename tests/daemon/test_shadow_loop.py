@@ -179,3 +179,32 @@ def test_a_claim_the_other_scheduler_bound_is_judged_unbound_again() -> None:
     # The cache is back as the API server says: the claim bound to roomy.
     assert cluster.pvcs.get("default/data").volume_name == "roomy"
     assert not cluster.pvcs.is_assumed("default/data") and not cluster.pvs.is_assumed("roomy")
+
+
+def test_a_claim_pod_is_judged_at_prebind_and_counted_on_its_node_until_bound() -> None:
+    """kube-scheduler counts a pod whose volumes it is binding on its node (assumed)
+    while it decides the next pods; the shadow reads the PreBind write the same way,
+    judges the pod then, and does not judge it again when the binding arrives."""
+    roomy = pv("roomy", "100Gi", node_names=["tiny"])
+    data = pvc("data", request="9Gi")
+    db = pod("db", cpu="900m", claims=["data"], spec={"schedulerName": "default-scheduler"})
+    loop, ingest, cluster, _ = shadow_of(*NODES, storage_class("local"), roomy, data, db)
+    loop.comparing = True
+    entry = loop.queue.pop_ready()
+    assert entry is not None
+    loop.decide_pending(entry)
+    claim_ref = {"namespace": "default", "name": "data", "uid": data["metadata"]["uid"]}
+    ingest.upsert(
+        "PersistentVolume",
+        _newer(roomy, spec={**roomy["spec"], "claimRef": claim_ref}),
+        persist=False,
+    )
+    loop.volume_changed("PersistentVolume", "roomy")
+    assert loop.tally.compared == 1
+    assert cluster.assumed_pods == {"default/db": "tiny"}
+    # 900m of tiny's 1 cpu now counts, as in kube-scheduler's cache.
+    assert cluster.nodes["tiny"].requested.get("cpu") == 900
+    ingest.upsert("Pod", bound(db, "tiny"), persist=False)
+    assert loop.tally.compared == 1
+    assert cluster.assumed_pods == {}
+    assert cluster.pods["default/db"].node_name == "tiny"
