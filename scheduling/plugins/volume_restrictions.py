@@ -13,7 +13,7 @@ Disks are compared as ``PodVolume.disk`` identities against every pod on the nod
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
@@ -56,7 +56,10 @@ class _Wanted:
     aws: frozenset[str] = frozenset()
     iscsi: tuple[tuple[str, bool], ...] = ()
     rbd: tuple[tuple[frozenset[str], str, str, bool], ...] = ()
+    # How many uses by placed pods of the pod's ReadWriteOncePod claims (upstream's
+    # conflictingPVCRefCount), and those claims, to count pods added or removed.
     claims_in_use: int = 0
+    exclusive_claims: frozenset[str] = frozenset()
 
     @property
     def has_disks(self) -> bool:
@@ -87,6 +90,15 @@ def _disk_name(disk: tuple[str, ...]) -> tuple[str, ...]:
     """A disk's identity without its mode (and, for RBD, its monitors): two pods whose
     disks share it may conflict."""
     return ("rbd", disk[2], disk[3]) if disk[0] == "rbd" else disk[:2]
+
+
+def _uses(other: Pod, namespace: str, claims: Collection[str]) -> int:
+    """How many of ``other``'s volumes are one of ``claims`` (of ``namespace``)."""
+    if other.meta.namespace != namespace:
+        return 0
+    return sum(
+        1 for volume in other.volumes if volume.claim_name in claims and not volume.ephemeral
+    )
 
 
 class VolumeRestrictions:
@@ -150,23 +162,44 @@ class VolumeRestrictions:
                 if READ_WRITE_ONCE_POD in claim.access_modes:
                     exclusive_claims.add(volume.claim_name)
         in_use = self._claims_in_use(pod.namespace, exclusive_claims) if exclusive_claims else 0
-        wanted = _Wanted(tuple(gce), frozenset(aws), tuple(iscsi), tuple(rbd), in_use)
+        wanted = _Wanted(
+            tuple(gce),
+            frozenset(aws),
+            tuple(iscsi),
+            tuple(rbd),
+            in_use,
+            frozenset(exclusive_claims),
+        )
         state.write(self._key, wanted)
         if not wanted.has_disks and in_use == 0:
             return None, SKIP
         return None, SUCCESS
 
     def _claims_in_use(self, namespace: str, claims: set[str]) -> int:
-        """How many of ``claims`` a placed (or assumed) pod already uses."""
-        used: set[str] = set()
-        for info in self.cluster.nodes.values():
-            for other in info.pods.values():
-                if other.meta.namespace != namespace:
-                    continue
-                for volume in other.volumes:
-                    if volume.claim_name in claims and not volume.ephemeral:
-                        used.add(volume.claim_name)
-        return len(used)
+        """How many uses of ``claims`` placed (or assumed) pods make."""
+        return sum(
+            _uses(other, namespace, claims)
+            for info in self.cluster.nodes.values()
+            for other in info.pods.values()
+        )
+
+    def add_pod(self, state: CycleState, pod: Pod, added: Pod, node: NodeInfo) -> None:
+        """PreFilterExtensions: a pod the preemption dry run or a nomination adds."""
+        self._count(state, pod, added, 1)
+
+    def remove_pod(self, state: CycleState, pod: Pod, removed: Pod, node: NodeInfo) -> None:
+        """PreFilterExtensions: a victim the dry run removes frees its claims."""
+        self._count(state, pod, removed, -1)
+
+    def _count(self, state: CycleState, pod: Pod, other: Pod, sign: int) -> None:
+        wanted: _Wanted | None = state.read(self._key)
+        if wanted is None or not wanted.exclusive_claims:
+            return
+        uses = _uses(other, pod.namespace, wanted.exclusive_claims)
+        if uses:
+            state.write(
+                self._key, replace(wanted, claims_in_use=wanted.claims_in_use + sign * uses)
+            )
 
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         wanted: _Wanted | None = state.read(self._key)
