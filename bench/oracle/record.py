@@ -292,6 +292,9 @@ def wait_for_pod(cp: ControlPlane, obj: dict[str, Any], timeout: float = POD_TIM
         pod = cp.get(object_path(obj))
         if pod["spec"].get("nodeName"):
             return Outcome(pod["spec"]["nodeName"])
+        selected = selected_node(cp, namespace, pod)
+        if selected is not None:
+            return Outcome(selected)
         status = pod.get("status", {})
         condition: dict[str, Any] = next(
             (c for c in status.get("conditions", []) if c.get("type") == "PodScheduled"), {}
@@ -308,6 +311,25 @@ def wait_for_pod(cp: ControlPlane, obj: dict[str, Any], timeout: float = POD_TIM
                 return Outcome(None, condition.get("reason", "Unschedulable"), message)
         time.sleep(0.2)
     raise TimeoutError(f"pod {namespace}/{name} neither bound nor rejected in {timeout:.0f} s")
+
+
+def selected_node(cp: ControlPlane, namespace: str, pod: dict[str, Any]) -> str | None:
+    """The node kube-scheduler chose for a pod whose claims it sent to provisioning: no
+    provisioner runs on the oracle's control plane, so PreBind would wait out its
+    timeout; the claims' ``selected-node`` annotation is the decision (one node for all
+    of them, or None)."""
+    names = [
+        volume["persistentVolumeClaim"]["claimName"]
+        for volume in pod["spec"].get("volumes") or []
+        if "persistentVolumeClaim" in volume
+    ]
+    chosen = set()
+    for claim in names:
+        path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/{claim}"
+        annotations = cp.get(path)["metadata"].get("annotations") or {}
+        if "volume.kubernetes.io/selected-node" in annotations:
+            chosen.add(annotations["volume.kubernetes.io/selected-node"])
+    return chosen.pop() if len(chosen) == 1 else None
 
 
 def run_scenario(
