@@ -179,12 +179,12 @@ class ShadowLoop:
             written = self.prebinding.written(self.cluster, kind, key)
             if written is None:
                 return
-            pod_key, node = written
+            pod_key, node = written.pod, written.node
             self.prebinding.forget(pod_key)
             pod = self.cluster.pods.get(pod_key)
             if pod is None or pod.node_name or pod_key in self.cluster.assumed_pods:
                 return
-            self.judge(pod, node)
+            self.judge(pod, node, written.volumes)
             self._judged.add(pod_key)
             self.cluster.assume_pod(pod, node)
             self.cluster.finish_binding(pod_key, self.monotonic() + PREBIND_SECONDS)
@@ -207,14 +207,16 @@ class ShadowLoop:
         except Exception as exc:
             log.error("shadow comparison for %s failed: %s", key, exc)
 
-    def judge(self, pending: Pod, their_node: str) -> None:
+    def judge(
+        self, pending: Pod, their_node: str, their_volumes: dict[str, str] | None = None
+    ) -> None:
         """Compare volsched's decision for ``pending`` with ``their_node``, the other
         scheduler's own writes for the pod taken out, and record it."""
         profile = self.profiles.for_pod(pending).profile
         weights = {priority.policy_name: priority.weight for priority in profile.priorities}
         first_seen, claims = self._first_seen.pop(pending.meta.key, (0.0, frozenset()))
-        theirs = their_stranded(self.cluster, claims)
-        undone = undo_binding_writes(self.cluster, claims, first_seen)
+        theirs = their_stranded(self.cluster, claims, their_volumes)
+        undone = undo_binding_writes(self.cluster, claims, first_seen, their_volumes)
         try:
             decision = self.decide(pending)
         finally:

@@ -18,7 +18,7 @@ pending are judged unbound again, in the cache's assume layer, for the one decis
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
@@ -77,18 +77,28 @@ def _unbound(claim: PersistentVolumeClaim) -> PersistentVolumeClaim:
 
 
 def undo_binding_writes(
-    cluster: ClusterCache, claim_keys: Iterable[str], first_seen: float
+    cluster: ClusterCache,
+    claim_keys: Iterable[str],
+    first_seen: float,
+    written: Mapping[str, str] | None = None,
 ) -> Undone:
     """Judge ``claim_keys`` unbound again (see the module's docstring); ``first_seen``
-    is when the pod was first seen pending (a creation timestamp's clock)."""
+    is when the pod was first seen pending (a creation timestamp's clock), ``written``
+    the PVs the other scheduler's PreBind wrote for claims the PV controller has not
+    bound yet (claim key → PV name)."""
     undone = Undone()
+    written = written or {}
     for key in claim_keys:
         claim = cluster.pvcs.get(key)
-        if claim is None or not (claim.volume_name or claim.selected_node):
+        if claim is None:
             continue
-        volume = cluster.pvs.get(claim.volume_name) if claim.volume_name else None
-        cluster.pvcs.assume(key, _unbound(claim))
-        undone.claims.append(key)
+        name = claim.volume_name or written.get(key, "")
+        if not (name or claim.selected_node):
+            continue
+        if claim.volume_name or claim.selected_node:
+            cluster.pvcs.assume(key, _unbound(claim))
+            undone.claims.append(key)
+        volume = cluster.pvs.get(name) if name else None
         if volume is None or not volume.is_bound_to(claim):
             continue
         freed: PersistentVolume

@@ -13,8 +13,19 @@ arrives (or a timeout says the binding failed).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from volsched.cache.cluster import ClusterCache
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A PreBind write: the pod, the node it was decided onto, and the PV chosen for a
+    claim (claim key → PV name; empty for a claim sent to provisioning)."""
+
+    pod: str
+    node: str
+    volumes: dict[str, str]
 
 
 class PreBinding:
@@ -39,23 +50,24 @@ class PreBinding:
     def watching(self) -> list[str]:
         return list(self._claims_of_pod)
 
-    def written(self, cluster: ClusterCache, kind: str, key: str) -> tuple[str, str] | None:
-        """(pod key, node) when this change of a PV or claim is the other scheduler's
-        PreBind write for a watched pod's claim; None otherwise."""
+    def written(self, cluster: ClusterCache, kind: str, key: str) -> Written | None:
+        """The pod, its node and the PV written, when this change of a PV or claim is
+        the other scheduler's PreBind write for a watched pod's claim; None otherwise."""
         if kind == "PersistentVolumeClaim":
             claim = cluster.pvcs.get_api(key)
             node = claim.selected_node if claim is not None else None
             pod = self._pod_of_claim.get(key)
-            return (pod, node) if pod and node and node in cluster.nodes else None
+            return Written(pod, node, {}) if pod and node and node in cluster.nodes else None
         if kind != "PersistentVolume":
             return None
         volume = cluster.pvs.get_api(key)
         ref = volume.claim_ref if volume is not None else None
         if ref is None:
             return None
-        pod = self._pod_of_claim.get(f"{ref.namespace}/{ref.name}")
+        claim_key = f"{ref.namespace}/{ref.name}"
+        pod = self._pod_of_claim.get(claim_key)
         nodes = cluster.pv_index.nodes_of(key)
         if not pod or nodes is None or len(nodes) != 1:
             return None
         (node,) = nodes
-        return pod, node
+        return Written(pod, node, {claim_key: key})

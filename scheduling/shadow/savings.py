@@ -10,7 +10,7 @@ nothing (the volume is made to size) and are left out.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from volsched.cache.cluster import ClusterCache
 from volsched.scheduling.framework.runner import Decision
@@ -19,13 +19,18 @@ from volsched.scheduling.plugins.volume_binding import VolumeBindingState
 from volsched.scheduling.volumes.matching import claim_request
 
 
-def their_stranded(cluster: ClusterCache, claim_keys: Iterable[str]) -> int | None:
-    """Bytes beyond the requests in the PVs the claims are bound to now; None when none
-    of them is bound to an existing PV."""
+def their_stranded(
+    cluster: ClusterCache, claim_keys: Iterable[str], written: Mapping[str, str] | None = None
+) -> int | None:
+    """Bytes beyond the requests in the PVs the claims are bound to now — or, for a claim
+    the PV controller has not bound yet, the PV the other scheduler's PreBind wrote
+    (``written``: claim key → PV name); None when none of them has such a PV."""
     total = None
+    written = written or {}
     for key in claim_keys:
         claim = cluster.pvcs.get(key)
-        volume = cluster.pvs.get(claim.volume_name) if claim and claim.volume_name else None
+        name = (claim.volume_name or written.get(key, "")) if claim is not None else ""
+        volume = cluster.pvs.get(name) if name else None
         if claim is None or volume is None or not volume.is_bound_to(claim):
             continue
         total = (total or 0) + max(volume.capacity - claim_request(claim), 0)

@@ -184,11 +184,13 @@ def test_a_claim_the_other_scheduler_bound_is_judged_unbound_again() -> None:
 def test_a_claim_pod_is_judged_at_prebind_and_counted_on_its_node_until_bound() -> None:
     """kube-scheduler counts a pod whose volumes it is binding on its node (assumed)
     while it decides the next pods; the shadow reads the PreBind write the same way,
-    judges the pod then, and does not judge it again when the binding arrives."""
+    judges the pod then — the PV it wrote free again, so volsched may choose another —
+    and does not judge it again when the binding arrives."""
+    tight = pv("tight", "10Gi", node_names=["big"])
     roomy = pv("roomy", "100Gi", node_names=["tiny"])
     data = pvc("data", request="9Gi")
     db = pod("db", cpu="900m", claims=["data"], spec={"schedulerName": "default-scheduler"})
-    loop, ingest, cluster, _ = shadow_of(*NODES, storage_class("local"), roomy, data, db)
+    loop, ingest, cluster, _ = shadow_of(*NODES, storage_class("local"), tight, roomy, data, db)
     loop.comparing = True
     entry = loop.queue.pop_ready()
     assert entry is not None
@@ -201,6 +203,10 @@ def test_a_claim_pod_is_judged_at_prebind_and_counted_on_its_node_until_bound() 
     )
     loop.volume_changed("PersistentVolume", "roomy")
     assert loop.tally.compared == 1
+    (comparison,) = list(loop.tally.differences)
+    assert (comparison.our_node, comparison.their_node) == ("big", "tiny")
+    assert comparison.stranded == (91 * 2**30, 2**30)
+    assert not cluster.pvs.is_assumed("roomy")
     assert cluster.assumed_pods == {"default/db": "tiny"}
     # 900m of tiny's 1 cpu now counts, as in kube-scheduler's cache.
     assert cluster.nodes["tiny"].requested.get("cpu") == 900
