@@ -1268,6 +1268,9 @@ def run_benchmark(run: AgreementRun, assets: Path, workdir: Path) -> Raw:
     kinds = Counter(plan.app.kind for plan in plans)
     claim_pods = claim_pod_outcomes(plans, bound, pending, differences, compared, report)
     return {
+        # The shadow's own last report, as /shadow/report served it (volsched
+        # shadow-report --file reads it back).
+        "report": report,
         "benchmark": "shadow-agreement",
         "kube_scheduler": f"v1.36.2 (default profile, -v={run.scheduler_verbosity})",
         "nodes": run.nodes,
