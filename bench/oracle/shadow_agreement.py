@@ -794,56 +794,57 @@ def create_owners(cp: ControlPlane, apps: Sequence[App] = APPS) -> dict[str, Raw
             )
         elif app.owner == "replicaset":
             labels = {**selector, "pod-template-hash": f"{app.name}-7d9f"}
-            created = cp.request(
-                "POST",
-                f"/apis/apps/v1/namespaces/{NAMESPACE}/replicasets",
-                {
-                    "metadata": {"name": f"{app.name}-7d9f"},
-                    "spec": {
-                        "replicas": 0,
-                        "selector": {"matchLabels": labels},
-                        "template": {
-                            "metadata": {"labels": labels},
-                            "spec": {"containers": [{"name": "main", "image": PAUSE}]},
-                        },
-                    },
-                },
+            references[app.name] = _empty_owner(
+                cp, "ReplicaSet", f"{app.name}-7d9f", labels, {"matchLabels": labels}, {}
             )
-            references[app.name] = {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "name": created["metadata"]["name"],
-                "uid": created["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": False,
-            }
         elif app.owner == "statefulset":
             labels = {**selector, "controller-revision-hash": f"{app.name}-6c5d8f"}
-            created = cp.request(
-                "POST",
-                f"/apis/apps/v1/namespaces/{NAMESPACE}/statefulsets",
-                {
-                    "metadata": {"name": app.name},
-                    "spec": {
-                        "replicas": 0,
-                        "serviceName": app.name,
-                        "selector": {"matchLabels": selector},
-                        "template": {
-                            "metadata": {"labels": labels},
-                            "spec": {"containers": [{"name": "main", "image": PAUSE}]},
-                        },
-                    },
-                },
+            references[app.name] = _empty_owner(
+                cp,
+                "StatefulSet",
+                app.name,
+                labels,
+                {"matchLabels": selector},
+                {"serviceName": app.name},
             )
-            references[app.name] = {
-                "apiVersion": "apps/v1",
-                "kind": "StatefulSet",
-                "name": created["metadata"]["name"],
-                "uid": created["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": False,
-            }
     return references
+
+
+def _empty_owner(
+    cp: ControlPlane,
+    kind: str,
+    name: str,
+    labels: Raw,
+    selector: Raw,
+    spec: Raw,
+) -> Raw:
+    """A zero-replica ReplicaSet or StatefulSet for pods to name as their owner (the
+    default spreading reads its selector); its owner reference."""
+    plural = kind.lower() + "s"
+    created = cp.request(
+        "POST",
+        f"/apis/apps/v1/namespaces/{NAMESPACE}/{plural}",
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 0,
+                **spec,
+                "selector": selector,
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "main", "image": PAUSE}]},
+                },
+            },
+        },
+    )
+    return {
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "name": created["metadata"]["name"],
+        "uid": created["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": False,
+    }
 
 
 def create_volumes(
