@@ -23,17 +23,28 @@ class InFlight:
     def __init__(self) -> None:
         # key → (the uid of the pod popped, the last event's number when it was popped)
         self._pods: dict[str, tuple[str, int]] = {}
+        # The pods still in their scheduling cycle (not yet handed to binding): only they
+        # can be found unschedulable, so events are kept only while there are some.
+        self._deciding: set[str] = set()
         self._events: collections.deque[tuple[int, ClusterEvent, Any, Any]] = collections.deque()
         self._last = 0
 
     def __contains__(self, key: str) -> bool:
         return key in self._pods
 
-    def __bool__(self) -> bool:
-        return bool(self._pods)
+    @property
+    def deciding(self) -> bool:
+        """Whether some pod is in its scheduling cycle (events then are kept)."""
+        return bool(self._deciding)
 
     def popped(self, pod: Pod) -> None:
         self._pods[pod.meta.key] = (pod.meta.uid, self._last)
+        self._deciding.add(pod.meta.key)
+
+    def binding(self, key: str) -> None:
+        """The pod's scheduling cycle ended in a decision; it binds now."""
+        self._deciding.discard(key)
+        self._forget_old_events()
 
     def event(self, event: ClusterEvent, old: Any, new: Any) -> None:
         """Called only while some pod is in flight, for events a plugin registered."""
@@ -57,6 +68,7 @@ class InFlight:
         ended: whether the pod now queued under ``key`` is another one, created again
         under the name while this one was in flight."""
         flight = self._pods.pop(key, None)
+        self._deciding.discard(key)
         self._forget_old_events()
         ended = uid or (flight[0] if flight is not None else "")
         return bool(ended and queued_uid and ended != queued_uid)
@@ -65,11 +77,11 @@ class InFlight:
         events = self._events
         if not events:
             return
-        if not self._pods:
+        if not self._deciding:
             events.clear()
             return
         if len(events) < PRUNE_AT:
             return
-        oldest = min(number for _, number in self._pods.values())
+        oldest = min(self._pods[key][1] for key in self._deciding if key in self._pods)
         while events and events[0][0] <= oldest:
             events.popleft()

@@ -77,7 +77,7 @@ class SchedulingQueue:
         self._gated: dict[str, QueuedPod] = {}
         self.on_gated: Callable[[Pod], None] | None = None
         # Pods popped and not yet done, requeued or failed, and the events meanwhile.
-        self._in_flight = InFlight()
+        self.in_flight = InFlight()
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
         self.stats = QueueStats()
@@ -124,7 +124,7 @@ class SchedulingQueue:
         if is_gated(pod):
             self._gate(entry, "PodAdd")
             return
-        if key not in self._in_flight:
+        if key not in self.in_flight:
             self._push_active(entry, "PodAdd")
 
     def _gate(self, entry: QueuedPod, event: str) -> None:
@@ -168,7 +168,7 @@ class SchedulingQueue:
         """The pod's entry, or None when the key now holds a namesake (which then goes
         to the active queue in its own right)."""
         entry = self._entries.get(key)
-        replaced = self._in_flight.finish(key, uid, entry.pod.meta.uid if entry else "")
+        replaced = self.in_flight.finish(key, uid, entry.pod.meta.uid if entry else "")
         if entry is None or not replaced:
             return entry
         if key not in self._gated:
@@ -189,7 +189,7 @@ class SchedulingQueue:
         key = pod.meta.key
         failed = frozenset(failed_plugins)
         hint = partial(self.requeue.worth_requeueing, pod, failed)
-        helped = self._in_flight.helping_event(key, hint) if failed else None
+        helped = self.in_flight.helping_event(key, hint) if failed else None
         entry = self._finish(key, pod.meta.uid)
         if entry is None:
             return
@@ -235,8 +235,8 @@ class SchedulingQueue:
     def on_cluster_event(self, event: ClusterEvent, old: Any = None, new: Any = None) -> int:
         """Move the unschedulable pods this event may help (``old`` and ``new``: the
         object before and after the change, for the plugins' hints); how many moved."""
-        if self._in_flight and self.requeue.interested(event):
-            self._in_flight.event(event, old, new)
+        if self.in_flight.deciding and self.requeue.interested(event):
+            self.in_flight.event(event, old, new)
         if not self._unschedulable or not self.requeue.interested(event):
             return 0
         moved = 0
@@ -280,7 +280,7 @@ class SchedulingQueue:
             entry = self._entries.get(key)
             if entry is None:
                 continue
-            self._in_flight.popped(entry.pod)
+            self.in_flight.popped(entry.pod)
             return entry
         return None
 

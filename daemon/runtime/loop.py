@@ -246,6 +246,7 @@ class SchedulingLoop:
         decision.forget_diagnosis()
         started_flag: list[bool] = []
         key = decision.pod.meta.key
+        self.queue.in_flight.binding(key)  # its scheduling cycle is over
         task = asyncio.create_task(self._bind(decision, started, started_flag), name=f"bind {key}")
         self._bindings.add(task)
 

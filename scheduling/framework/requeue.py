@@ -46,14 +46,21 @@ class RequeueTable:
             for declared in events.values()
             for registered in declared
         ]
+        self._interest: dict[ClusterEvent, bool] = {}
 
     def plugin_events(self, scheduler_name: str) -> PluginEvents:
         """The table of the pod's profile (the default one for a profile not served)."""
         return self.by_profile.get(scheduler_name) or self.by_profile.get(self.default, {})
 
     def interested(self, event: ClusterEvent) -> bool:
-        """Whether some plugin of some profile registered the event."""
-        return any(registered.matches(event) for registered in self._registered)
+        """Whether some plugin of some profile registered the event (asked for every
+        informer event: answered once per kind of event)."""
+        known = self._interest.get(event)
+        if known is None:
+            known = self._interest[event] = any(
+                registered.matches(event) for registered in self._registered
+            )
+        return known
 
     def worth_requeueing(
         self,
