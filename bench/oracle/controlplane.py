@@ -18,6 +18,7 @@ import ipaddress
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import ssl
@@ -377,6 +378,10 @@ class ControlPlane:
         for handle in self._log_files.values():
             handle.close()
         self._log_files.clear()
+        if self._own_workdir:
+            # A work dir of our own (etcd's data, tens of MB a run) goes; a given one,
+            # with its logs, stays.
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     # ----------------------------------------------------------------- helpers
 

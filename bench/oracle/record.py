@@ -353,8 +353,9 @@ def run_scenario(
             if is_pending_pod(obj):
                 cp.request("POST", collection_path(obj), creatable(obj))
                 outcomes[pod_key(obj)] = wait_for_pod(cp, obj)
-        log = cp.log_path("kube-scheduler")
-    return outcomes, parse_scheduler_log(log.read_text(errors="replace"))
+        # Read before the control plane stops: a temporary work dir goes with it.
+        log = cp.log_path("kube-scheduler").read_text(errors="replace")
+    return outcomes, parse_scheduler_log(log)
 
 
 # --------------------------------------------------------------------------- writing
