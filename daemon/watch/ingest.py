@@ -295,9 +295,10 @@ class Ingest:
             return
         if kind == "Pod":
             pod: Pod = new
+            ours = self.ours(pod)
             if self.nominated is not None:
-                self.nominated.follow(pod.meta.key, pod, self.ours(pod))
-            if self.ours(pod):
+                self.nominated.follow(pod.meta.key, pod, ours)
+            if ours:
                 if old is None:
                     queue.add(pod)
                 elif not _same_but_for_status(old, pod):
