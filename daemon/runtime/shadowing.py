@@ -43,6 +43,7 @@ from volsched.daemon.telemetry.metrics import Metrics
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.shadow.comparison import Outcome, compare
+from volsched.scheduling.shadow.decision_order import DecisionOrder, without_pods
 from volsched.scheduling.shadow.own_writes import unbound_claims, undo_binding_writes
 from volsched.scheduling.shadow.prebind import PreBinding
 from volsched.scheduling.shadow.savings import our_stranded, their_stranded
@@ -94,6 +95,9 @@ class ShadowLoop:
         # PreBind write and counted on their node until the binding arrives.
         self.prebinding = PreBinding()
         self._judged: set[str] = set()
+        # Bindings arrive out of decision order: each is judged once the pods decided
+        # before it are bound, without the pods decided after it.
+        self.order = DecisionOrder(monotonic)
 
     def decide(self, pod: Pod) -> Decision:
         """The pod's profile's decision over every node, nothing reserved: each node is
@@ -109,6 +113,7 @@ class ShadowLoop:
                 self.heartbeat = self.monotonic()
                 if self.heartbeat - self._pruned_at >= PRUNE_SECONDS:
                     self.prune_pending()
+                self.release_held()
                 try:
                     entry = await asyncio.wait_for(self.queue.pop(), timeout=1.0)
                 except TimeoutError:
@@ -129,8 +134,14 @@ class ShadowLoop:
             if pod is None or pod.node_name:
                 self.tally.forget_pending(key)
         for key in list(self._first_seen):
-            if key not in self.tally.pending and key not in self.cluster.pending:
+            if (
+                key not in self.tally.pending
+                and key not in self.cluster.pending
+                and key not in self.order.held
+            ):
                 del self._first_seen[key]
+                self.order.forget(key)
+        self.order.prune()
         for key in self.prebinding.watching():
             if key not in self._first_seen:
                 self.prebinding.forget(key)
@@ -154,6 +165,7 @@ class ShadowLoop:
             claims = unbound_claims(self.cluster, pod.namespace, pod.claim_names())
             self._first_seen[key] = (self.wall_clock(), claims)
             self.prebinding.watch(key, claims)
+            self.order.seen(self.cluster, pod)
         decision = self.decide(pod)
         if decision.error is not None:
             result = "error"
@@ -169,10 +181,14 @@ class ShadowLoop:
         self.tally.decided_pending(key, PendingVerdict(decision.node, decision.message or ""))
         self.metrics.shadow_pending_decisions.labels(result=result).inc()
 
-    def volume_changed(self, kind: str, key: str) -> None:
-        """A PV or claim changed: if it is the other scheduler's PreBind write for a
-        watched pod, judge the pod now, on the cluster it was decided on, and count it on
-        its node as that scheduler does. Never raises: the ingest must go on."""
+    def object_changed(self, kind: str, key: str) -> None:
+        """An object changed and the cache holds the change. A pod: held bindings may
+        be judged now that it is bound. A PV or claim: if it is the other scheduler's
+        PreBind write for a watched pod, judge the pod now, on the cluster it was decided
+        on, and count it on its node as that scheduler does. Never raises: the ingest
+        must go on."""
+        if kind == "Pod" and self.order.held:
+            self.release_held()
         if not self.comparing or kind not in ("PersistentVolume", "PersistentVolumeClaim"):
             return
         try:
@@ -184,6 +200,8 @@ class ShadowLoop:
             pod = self.cluster.pods.get(pod_key)
             if pod is None or pod.node_name or pod_key in self.cluster.assumed_pods:
                 return
+            # Its PreBind write is its decision's moment.
+            self.order.bound(pod_key)
             self.judge(pod, node, written.volumes)
             self._judged.add(pod_key)
             self.cluster.assume_pod(pod, node)
@@ -201,11 +219,24 @@ class ShadowLoop:
             # Judged when its volumes' binding began; the binding confirms it.
             self._judged.discard(key)
             return
+        self.order.seen(self.cluster, pending)
+        self.order.bound(key)
         self.prebinding.forget(key)
-        try:
-            self.judge(pending, bound.node_name)
-        except Exception as exc:
-            log.error("shadow comparison for %s failed: %s", key, exc)
+        # Judged once the cache holds the binding (``object_changed``) and the pods
+        # decided before it are bound.
+        self.order.hold(pending, bound.node_name)
+
+    def release_held(self) -> None:
+        """Judge the bindings whose turn in decision order has come."""
+        for held in self.order.releasable(self._placeable):
+            try:
+                self.judge(held.pod, held.node)
+            except Exception as exc:
+                log.error("shadow comparison for %s failed: %s", held.pod.meta.key, exc)
+
+    def _placeable(self, key: str) -> bool:
+        verdict = self.tally.pending.get(key)
+        return verdict is None or verdict.node is not None
 
     def judge(
         self, pending: Pod, their_node: str, their_volumes: dict[str, str] | None = None
@@ -217,10 +248,13 @@ class ShadowLoop:
         first_seen, claims = self._first_seen.pop(pending.meta.key, (0.0, frozenset()))
         theirs = their_stranded(self.cluster, claims, their_volumes)
         undone = undo_binding_writes(self.cluster, claims, first_seen, their_volumes)
+        key = pending.meta.key
         try:
-            decision = self.decide(pending)
+            with without_pods(self.cluster, [key, *self.order.decided_after(key)]):
+                decision = self.decide(pending)
         finally:
             undone.restore(self.cluster)
+            self.order.forget(key)
         comparison = compare(decision, their_node, self.cluster.nodes, weights)
         ours = our_stranded(decision)
         if theirs is not None and ours is not None:
@@ -265,7 +299,7 @@ class ShadowDaemon(Daemon):
             self.cluster, self.profiles, self.queue, self.tally, self.metrics, names
         )
         self.ingest.on_pod_bound = self.shadow.pod_bound
-        self.changes.listeners.append(self.shadow.volume_changed)
+        self.changes.listeners.append(self.shadow.object_changed)
 
     def health(self) -> HealthChecks:
         return health_checks(self.shadow, self.sync, self.store, self.metrics, self.ready)

@@ -25,9 +25,9 @@ def shadow_of(*objects: Raw) -> tuple[ShadowLoop, Ingest, ClusterCache, Metrics]
     cluster = ClusterCache()
     profiles = build_profiles(Settings(), cluster, PluginSet(cluster, ()), seed=1)
     queue = SchedulingQueue(cluster.pod_priority, time.monotonic)
-    ingest = Ingest(cluster, queue, SHADOWED)
     metrics = Metrics()
     loop = ShadowLoop(cluster, profiles, queue, ShadowTally(SHADOWED), metrics, SHADOWED)
+    ingest = Ingest(cluster, queue, SHADOWED, on_change=loop.object_changed)
     ingest.on_pod_bound = loop.pod_bound
     for raw in objects:
         ingest.upsert(raw["kind"], raw, persist=False)
@@ -201,7 +201,7 @@ def test_a_claim_pod_is_judged_at_prebind_and_counted_on_its_node_until_bound() 
         _newer(roomy, spec={**roomy["spec"], "claimRef": claim_ref}),
         persist=False,
     )
-    loop.volume_changed("PersistentVolume", "roomy")
+    loop.object_changed("PersistentVolume", "roomy")
     assert loop.tally.compared == 1
     (comparison,) = list(loop.tally.differences)
     assert (comparison.our_node, comparison.their_node) == ("big", "tiny")
@@ -214,3 +214,78 @@ def test_a_claim_pod_is_judged_at_prebind_and_counted_on_its_node_until_bound() 
     assert loop.tally.compared == 1
     assert cluster.assumed_pods == {}
     assert cluster.pods["default/db"].node_name == "tiny"
+
+
+# Bindings out of decision order. Two equal nodes, a little already running on b.
+EVEN = (
+    node("a", cpu="8", memory="32Gi"),
+    node("b", cpu="8", memory="32Gi"),
+    pod("filler", cpu="500m", node_name="b", spec={"schedulerName": "other"}),
+)
+
+
+def _created(name: str, second: int, **fields: Any) -> Raw:
+    return pod(name, created=f"2026-11-01T12:00:{second:02d}Z", **fields)
+
+
+def _decide_all(loop: Any) -> None:
+    while (entry := loop.queue.pop_ready()) is not None:
+        loop.decide_pending(entry)
+
+
+def test_a_pod_decided_first_is_judged_without_the_pods_decided_after_it() -> None:
+    """The other scheduler decides ``first`` on the emptier node a, then three pods that
+    must go to a, and binds ``first`` last. Judged on the cluster its binding arrives
+    in, a holds the three and b looks better; on the cluster it was decided on, a is
+    the better node."""
+    first = _created("first", 0, cpu="1")
+    pinned = [
+        _created(
+            f"pinned-{index}",
+            1 + index,
+            cpu="1",
+            spec={"nodeSelector": {"kubernetes.io/hostname": "a"}},
+        )
+        for index in range(3)
+    ]
+    loop, ingest, _, _ = shadow_of(*EVEN, first, *pinned)
+    loop.comparing = True
+    _decide_all(loop)
+    for raw in pinned:
+        ingest.upsert("Pod", bound(raw, "a"), persist=False)
+    ingest.upsert("Pod", bound(first, "a"), persist=False)
+    outcomes = {c.pod: c.outcome for c in loop.tally.differences}
+    assert loop.tally.compared == 4
+    assert "default/first" not in outcomes, outcomes
+
+
+def test_a_binding_waits_for_the_pods_decided_before_it() -> None:
+    """``pinned`` is decided first (a, the only node it may use), then ``free`` on b,
+    the emptier node once ``pinned`` is counted on a; ``free``'s binding arrives first.
+    Judged then, a would look emptier; judged once ``pinned`` is bound, volsched agrees."""
+    pinned = _created("pinned", 0, cpu="2", spec={"nodeSelector": {"kubernetes.io/hostname": "a"}})
+    free = _created("free", 1, cpu="1")
+    loop, ingest, _, _ = shadow_of(*EVEN, pinned, free)
+    loop.comparing = True
+    _decide_all(loop)
+    ingest.upsert("Pod", bound(free, "b"), persist=False)
+    assert loop.tally.compared == 0  # held: pinned, ahead of it, is still pending
+    ingest.upsert("Pod", bound(pinned, "a"), persist=False)
+    assert loop.tally.compared == 2
+    assert list(loop.tally.differences) == []
+
+
+def test_a_held_binding_is_judged_after_a_while_though_the_pod_ahead_stays_pending() -> None:
+    pinned = _created("pinned", 0, cpu="2", spec={"nodeSelector": {"kubernetes.io/hostname": "a"}})
+    free = _created("free", 1, cpu="1")
+    now = [100.0]
+    loop, ingest, _, _ = shadow_of(*EVEN, pinned, free)
+    loop.order.monotonic = lambda: now[0]
+    loop.comparing = True
+    _decide_all(loop)
+    ingest.upsert("Pod", bound(free, "b"), persist=False)
+    loop.release_held()
+    assert loop.tally.compared == 0
+    now[0] += 2.5
+    loop.release_held()
+    assert loop.tally.compared == 1
