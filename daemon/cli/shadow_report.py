@@ -120,15 +120,8 @@ def report_table(report: Mapping[str, Any]) -> str:
             ),
         ]
     storage = report.get("storage") or {}
-    if isinstance(storage, Mapping) and storage.get("claimPods"):
-        gib = 2**30
-        lines += [
-            "",
-            f"Capacity stranded beyond the claims' requests ({storage['claimPods']} claim pods): "
-            f"theirs {storage['theirStrandedBytes'] / gib:.1f} GiB, "
-            f"volsched's {storage['ourStrandedBytes'] / gib:.1f} GiB, "
-            f"saved {storage['savedBytes'] / gib:.1f} GiB",
-        ]
+    if isinstance(storage, Mapping):
+        lines += _storage_lines(storage)
     reasons: Mapping[str, int] = report["rejectionReasons"]
     if reasons:
         lines += [
@@ -200,3 +193,29 @@ def add_shadow_report_command(commands: Any) -> None:
     )
     parser.add_argument("-o", "--output", choices=("table", "json"), default="table")
     parser.set_defaults(handler=cmd_shadow_report)
+
+
+def _storage_lines(storage: Mapping[str, Any]) -> list[str]:
+    """What storage awareness would have saved, for the parts with anything to say."""
+    lines = []
+    gib = 2**30
+    if storage.get("claimPods"):
+        lines.append(
+            f"Capacity stranded beyond the claims' requests ({storage['claimPods']} claim pods): "
+            f"theirs {storage['theirStrandedBytes'] / gib:.1f} GiB, "
+            f"volsched's {storage['ourStrandedBytes'] / gib:.1f} GiB, "
+            f"saved {storage['savedBytes'] / gib:.1f} GiB"
+        )
+    if storage.get("replicatedPods"):
+        lines.append(
+            f"Replicated volumes without a replica on the pod's node "
+            f"({storage['replicatedPods']} pods): theirs {storage['theirVolumesOffNode']}, "
+            f"volsched's {storage['ourVolumesOffNode']}"
+        )
+    if storage.get("pendingForVolumes"):
+        lines.append(
+            f"Claim pods pending for want of a PV: {storage['pendingForVolumes']}, "
+            f"of which volsched's placements would have served "
+            f"{storage['pendingServedByVolsched']}"
+        )
+    return ["", *lines] if lines else []

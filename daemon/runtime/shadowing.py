@@ -42,11 +42,19 @@ from volsched.daemon.runtime.health import health_checks
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Decision
+from volsched.scheduling.plugins.volume_binding import NAME as VOLUME_BINDING
 from volsched.scheduling.shadow.comparison import Outcome, compare
 from volsched.scheduling.shadow.decision_order import DecisionOrder, without_pods
 from volsched.scheduling.shadow.own_writes import unbound_claims, undo_binding_writes
 from volsched.scheduling.shadow.prebind import PreBinding
-from volsched.scheduling.shadow.savings import our_stranded, their_stranded
+from volsched.scheduling.shadow.pv_ledger import PvLedger
+from volsched.scheduling.shadow.savings import (
+    our_stranded,
+    our_volumes,
+    their_claim_volumes,
+    their_stranded,
+    volumes_off_node,
+)
 from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
 
 log = logging.getLogger("volsched.shadow")
@@ -98,6 +106,7 @@ class ShadowLoop:
         # Bindings arrive out of decision order: each is judged once the pods decided
         # before it are bound, without the pods decided after it.
         self.order = DecisionOrder(monotonic)
+        self.ledger = PvLedger()
 
     def decide(self, pod: Pod) -> Decision:
         """The pod's profile's decision over every node, nothing reserved: each node is
@@ -179,6 +188,8 @@ class ShadowLoop:
             result = "placeable"
             self.queue.done(key, pod.meta.uid)
         self.tally.decided_pending(key, PendingVerdict(decision.node, decision.message or ""))
+        if decision.node is None and VOLUME_BINDING in decision.failed_plugins:
+            self.pending_for_volumes(pod)
         self.metrics.shadow_pending_decisions.labels(result=result).inc()
 
     def object_changed(self, kind: str, key: str) -> None:
@@ -259,6 +270,16 @@ class ShadowLoop:
         ours = our_stranded(decision)
         if theirs is not None and ours is not None:
             comparison = dataclasses.replace(comparison, stranded=(theirs, ours))
+        their_off = volumes_off_node(self.cluster, pending, their_node)
+        our_off = volumes_off_node(self.cluster, pending, decision.node)
+        if their_off is not None and our_off is not None:
+            comparison = dataclasses.replace(comparison, off_node=(their_off, our_off))
+        self.ledger.placed(
+            self.cluster,
+            their_claim_volumes(self.cluster, claims, their_volumes),
+            our_volumes(decision),
+            decision.node,
+        )
         self.tally.record(comparison)
         self.metrics.shadow_comparisons.labels(
             outcome=str(comparison.outcome),
@@ -275,6 +296,17 @@ class ShadowLoop:
                 comparison.outcome,
                 f": {'; '.join(comparison.reasons)}" if comparison.reasons else "",
             )
+
+    def pending_for_volumes(self, pod: Pod) -> None:
+        """The pod stays pending because no PV fits its claims: would volsched's own
+        placements have left one for it?"""
+        claims = [
+            claim
+            for key in unbound_claims(self.cluster, pod.namespace, pod.claim_names())
+            if (claim := self.cluster.pvcs.get(key)) is not None
+        ]
+        served = self.ledger.would_serve(self.cluster, claims)
+        self.tally.storage.pending_for_volumes[pod.meta.key] = served
 
 
 class ShadowDaemon(Daemon):

@@ -94,6 +94,9 @@ class Comparison:
     # For a pod whose claims both schedulers served with existing PVs: the capacity
     # each choice leaves stranded beyond the requests, in bytes (theirs, ours).
     stranded: tuple[int, int] | None = None
+    # For a pod with replicated volumes: how many have no healthy replica on each
+    # scheduler's node (theirs, ours).
+    off_node: tuple[int, int] | None = None
 
     def as_json(self) -> dict[str, object]:
         body: dict[str, object] = {
@@ -111,6 +114,8 @@ class Comparison:
             body["rejectedBy"] = self.rejected_by
         if self.stranded is not None:
             body["strandedBytes"] = {"theirs": self.stranded[0], "ours": self.stranded[1]}
+        if self.off_node is not None:
+            body["volumesOffNode"] = {"theirs": self.off_node[0], "ours": self.off_node[1]}
         if self.our_scores or self.their_scores or self.differing:
             body["ourScores"] = dict(self.our_scores)
             body["theirScores"] = dict(self.their_scores)

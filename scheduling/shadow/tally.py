@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from volsched.scheduling.shadow.comparison import Comparison, Outcome
+from volsched.scheduling.shadow.savings import StorageSavings
 
 RECENT_DIFFERENCES = 100
 # The pending pods whose verdicts the report lists (the most recently decided).
@@ -38,11 +39,8 @@ class ShadowTally:
         self.by_scheduler: Counter[tuple[str, Outcome]] = Counter()
         self.reasons: Counter[str] = Counter()
         self.causes: Counter[str] = Counter()
-        # Claim pods both schedulers served with existing PVs, and the capacity each
-        # left stranded beyond the requests (bytes).
-        self.storage_pods = 0
-        self.their_stranded = 0
-        self.our_stranded = 0
+        # Stranded capacity, volumes off the pod's node, claim pods pending for volumes.
+        self.storage = StorageSavings()
         # Gap → how many: exact and bounded (a gap is a difference of weighted scores).
         self.score_gaps: Counter[int] = Counter()
         self.differences: deque[Comparison] = deque(maxlen=recent)
@@ -58,10 +56,7 @@ class ShadowTally:
         self.outcomes[comparison.outcome] += 1
         self.by_scheduler[(comparison.scheduler_name, comparison.outcome)] += 1
         self.causes[str(comparison.cause)] += 1
-        if comparison.stranded is not None:
-            self.storage_pods += 1
-            self.their_stranded += comparison.stranded[0]
-            self.our_stranded += comparison.stranded[1]
+        self.storage.record(comparison.stranded, comparison.off_node)
         self.forget_pending(comparison.pod)
         if comparison.outcome in (Outcome.REJECTED, Outcome.UNSCHEDULABLE, Outcome.UNKNOWN_NODE):
             self.reasons.update(set(comparison.reasons))
@@ -76,6 +71,7 @@ class ShadowTally:
         self._placeable += verdict.node is not None
 
     def forget_pending(self, pod: str) -> None:
+        self.storage.pending_for_volumes.pop(pod, None)
         old = self.pending.pop(pod, None)
         if old is not None:
             self._placeable -= old.node is not None
@@ -126,12 +122,7 @@ class ShadowTally:
             "rejectionReasons": dict(self.reasons.most_common()),
             # Why each comparison came out as it did (see ``comparison.Cause``).
             "causes": dict(self.causes.most_common()),
-            "storage": {
-                "claimPods": self.storage_pods,
-                "theirStrandedBytes": self.their_stranded,
-                "ourStrandedBytes": self.our_stranded,
-                "savedBytes": self.their_stranded - self.our_stranded,
-            },
+            "storage": self.storage.report(),
             "scoreGap": {
                 "median": self._median_gap(),
                 "max": max(self.score_gaps) if self.score_gaps else None,

@@ -97,8 +97,10 @@ def saved_report(tmp_path: Path) -> Path:
             cause=Cause.STORAGE_PREFERENCE,
             differing=("PrioritizeVolumes",),
             stranded=(91 * 2**30, 2**30),
+            off_node=(1, 0),
         )
     )
+    tally.storage.pending_for_volumes.update({"ns/db-1": True, "ns/db-2": False})
     path = tmp_path / "report.json"
     path.write_text(json.dumps(tally.report()))
     return path
@@ -122,6 +124,14 @@ def test_a_saved_report_as_a_table(tmp_path: Path, capsys: pytest.CaptureFixture
     assert (
         "Capacity stranded beyond the claims' requests (1 claim pods): theirs 91.0 GiB, "
         "volsched's 1.0 GiB, saved 90.0 GiB"
+    ) in lines
+    assert (
+        "Replicated volumes without a replica on the pod's node (1 pods): theirs 1, "
+        "volsched's 0"
+    ) in lines
+    assert (
+        "Claim pods pending for want of a PV: 2, of which volsched's placements would have "
+        "served 1"
     ) in lines
 
 
