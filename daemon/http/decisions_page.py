@@ -3,6 +3,9 @@
 - ``/decisions``: the pending pods with the message the daemon last reported for each
   (the FailedScheduling text), and where the replicas of replicated volumes live, zone
   by zone, node by node, disk by disk;
+- in shadow mode, how volsched's decisions compare with the other scheduler's: the
+  agreement, the causes of the differences, what storage awareness would have saved,
+  and the latest differences with the plugins that make each;
 - ``/decisions?pod=NAMESPACE/NAME``: for one pod, the per-node filter and score table of
   ``volsched explain``, decided now against the live cache.
 
@@ -78,6 +81,7 @@ def template_environment() -> Environment:
     )
     environment.filters["size"] = size_text
     environment.filters["age"] = age_text
+    environment.filters["gib"] = lambda size: f"{size / 2**30:.1f} GiB"
     return environment
 
 
@@ -99,10 +103,12 @@ class DecisionsPage:
         wanted = request.query.get("pod")
         if wanted is not None:
             return self._pod(wanted)
+        shadow = self.source.shadow_report
         return self._render(
             "decisions/index.html",
             pending=pending_view(self.source),
             replicas=replica_view(self.source),
+            shadow=shadow() if shadow is not None else None,
             limits=self.source.limits,
         )
 
@@ -132,6 +138,8 @@ def decisions_routes(
     profiles: Profiles,
     attempts: LastAttempts,
     limits: PageLimits | None = None,
+    shadow_report: Callable[[], dict[str, Any]] | None = None,
 ) -> list[web.RouteDef]:
-    page = DecisionsPage(DecisionsSource(cluster, profiles, attempts, limits or PageLimits()))
+    source = DecisionsSource(cluster, profiles, attempts, limits or PageLimits(), shadow_report)
+    page = DecisionsPage(source)
     return [web.get(PAGE_PATH, page.index)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,8 @@ class DecisionsSource:
     profiles: Profiles
     attempts: LastAttempts
     limits: PageLimits = PageLimits()
+    # In shadow mode: the comparison report (``/shadow/report``'s body).
+    shadow_report: Callable[[], dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection
+from typing import Any
 
 from aiohttp import web
 
@@ -339,6 +340,9 @@ class ShadowDaemon(Daemon):
     def http_routes(self) -> list[web.RouteDef]:
         # The extender's verbs stay (a shadow never leads, so /bind refuses to bind).
         return [*super().http_routes(), *shadow_routes(self.tally.report)]
+
+    def shadow_report(self) -> Callable[[], dict[str, Any]] | None:
+        return self.tally.report
 
     async def start_deciding(self) -> None:
         # Assumed state restored from the database is some scheduler's unconfirmed

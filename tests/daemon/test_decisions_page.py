@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -26,6 +27,8 @@ from volsched.daemon.http.server import HealthChecks, health_app
 from volsched.daemon.runtime.profiles import build_profiles
 from volsched.scheduling.profile_builder import PluginSet
 from volsched.scheduling.provisioners import storage_provisioners
+from volsched.scheduling.shadow.comparison import Cause, Comparison, Outcome
+from volsched.scheduling.shadow.tally import ShadowTally
 from volsched.scheduling.storage_placement import ReplicaContext
 
 HOSTILE_POD = "<script>alert(1)"
@@ -44,7 +47,11 @@ class Page:
         return response.status, await response.text(), dict(response.headers)
 
 
-async def serve_page(cluster: ClusterCache, limits: PageLimits | None = None) -> Page:
+async def serve_page(
+    cluster: ClusterCache,
+    limits: PageLimits | None = None,
+    shadow_report: Callable[[], dict[str, Any]] | None = None,
+) -> Page:
     settings = Settings()
     replicas = ReplicaContext(cluster, settings.replica_scheduling, time.time)
     profiles = build_profiles(
@@ -52,7 +59,8 @@ async def serve_page(cluster: ClusterCache, limits: PageLimits | None = None) ->
     )
     attempts = LastAttempts()
     checks = HealthChecks([], [], lambda: b"")
-    app = health_app(checks, decisions_routes(cluster, profiles, attempts, limits))
+    routes = decisions_routes(cluster, profiles, attempts, limits, shadow_report)
+    app = health_app(checks, routes)
     client = TestClient(TestServer(app))
     await client.start_server()
     return Page(client, cluster, attempts)
@@ -200,3 +208,45 @@ def test_the_record_of_attempts_keeps_the_most_recent_pods() -> None:
     ]
     latest = attempts.get("default/p1")
     assert latest is not None and latest.message == "again"
+
+
+async def test_in_shadow_mode_the_page_shows_each_difference_with_its_cause(
+    pages: list[Page],
+) -> None:
+    tally = ShadowTally(["default-scheduler"])
+    tally.record(Comparison("ns/a", "default-scheduler", "n1", "n1", Outcome.AGREED))
+    tally.record(
+        Comparison(
+            f"ns/{HOSTILE_POD}",
+            "default-scheduler",
+            "n2",
+            "n1",
+            Outcome.LOWER_SCORE,
+            score_gap=40,
+            cause=Cause.STORAGE_PREFERENCE,
+            differing=("PrioritizeVolumes",),
+            stranded=(91 * 2**30, 2**30),
+        )
+    )
+    page = await serve_page(cache_of(node("n1"), node("n2")), shadow_report=tally.report)
+    pages.append(page)
+    status, body, _ = await page.get("/decisions")
+    assert status == 200
+    assert "Agreement (same node or tied): <strong>50.0%</strong>" in body
+    assert re.search(r'data-cause="storage-preference"><td class="num">1</td>', body)
+    row = re.search(r'<tr class="shadow-difference".*?</tr>', body, re.S)
+    assert row is not None
+    cells = [
+        re.sub(r"<[^>]+>", "", cell).strip()
+        for cell in re.findall(r"<td[^>]*>(.*?)</td>", row.group(0), re.S)
+    ]
+    assert "&lt;script&gt;" in row.group(0) and "<script>" not in body
+    assert cells[1:] == ["n2", "n1", "lower_score", "storage-preference", "40", "PrioritizeVolumes"]
+    assert "theirs 91.0 GiB, volsched's 1.0 GiB, saved 90.0 GiB" in body
+
+
+async def test_outside_shadow_mode_there_is_no_shadow_section(pages: list[Page]) -> None:
+    page = await serve_page(cache_of(node("n1")))
+    pages.append(page)
+    _, body, _ = await page.get("/decisions")
+    assert 'id="shadow"' not in body
