@@ -50,6 +50,11 @@ class ControllerSettings:
     # core_controllers); both off is a bare control plane.
     service_accounts: bool = True
     node_lifecycle: bool = True
+    # kube-apiserver's StorageObjectInUseProtection admission: new claims and PVs get
+    # their protection finalizers, which only kube-controller-manager's protection
+    # controllers (not emulated) lift — so a deleted one stays Terminating, as on a bare
+    # control plane, until whoever made it takes the finalizer off.
+    storage_protection: bool = False
 
     @classmethod
     def none(cls) -> ControllerSettings:

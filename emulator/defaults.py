@@ -70,9 +70,23 @@ def apply_defaults(group: str, plural: str, obj: Raw) -> None:
         labels.setdefault("kubernetes.io/metadata.name", name_of(obj))
 
 
-def admit(group: str, plural: str, obj: Raw, lookup: Lookup) -> None:
+PVC_PROTECTION = "kubernetes.io/pvc-protection"
+PV_PROTECTION = "kubernetes.io/pv-protection"
+
+
+def admit(group: str, plural: str, obj: Raw, lookup: Lookup, protect_storage: bool = False) -> None:
     """Admission on create: pod priority and service account, a claim's default
-    StorageClass, a new node's not-ready taint."""
+    StorageClass, a new node's not-ready taint, and (``protect_storage``) the storage
+    protection finalizers."""
+    if (
+        protect_storage
+        and group == ""
+        and plural in ("persistentvolumeclaims", "persistentvolumes")
+    ):
+        finalizer = PVC_PROTECTION if plural == "persistentvolumeclaims" else PV_PROTECTION
+        finalizers = metadata(obj).setdefault("finalizers", [])
+        if isinstance(finalizers, list) and finalizer not in finalizers:
+            finalizers.append(finalizer)
     if group == "" and plural == "pods":
         _admit_priority(obj, lookup)
         _admit_service_account(obj, lookup)

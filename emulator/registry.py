@@ -87,6 +87,8 @@ class Registry:
         self.resources = resources
         # The realistic mode's defaults and managedFields (None: the zero-cost mode).
         self.realism = realism
+        # StorageObjectInUseProtection admission (``ControllerSettings.storage_protection``).
+        self.protect_storage = False
 
     # Lookups.
 
@@ -167,7 +169,7 @@ class Registry:
         if self.stored(resource, namespace, name) is not None:
             raise already_exists(resource.group_resource, name)
         if from_client:
-            admit(resource.group, resource.plural, obj, self.objects)
+            admit(resource.group, resource.plural, obj, self.objects, self.protect_storage)
             reset_status_on_create(
                 resource.group, resource.plural, resource.custom, resource.has_status, obj
             )

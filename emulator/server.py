@@ -89,6 +89,7 @@ class ApiServer:
         self.store = Store(history_limit)
         self.resources = ResourceTable()
         self.registry = Registry(self.store, self.resources, Realism() if realistic else None)
+        self.registry.protect_storage = self.settings.storage_protection
         # The CA and serving certificate of the realistic mode's HTTPS (made at start).
         self.certificates: ServingCertificates | None = None
         self.faults = Faults(self.store)
