@@ -15,8 +15,7 @@ pods in (priority, then the time each entered the queue — ``queue_order``):
   out of the cache for that one decision.
 
 What this cannot rebuild: a pod that failed a cycle and was retried later was decided
-after pods behind it in the queue; pods the other scheduler assumed for their volumes'
-binding are left as the cache holds them.
+after pods behind it in the queue.
 """
 
 from __future__ import annotations
@@ -132,12 +131,19 @@ class DecisionOrder:
 
 @contextmanager
 def without_pods(cluster: ClusterCache, keys: list[str]) -> Iterator[None]:
-    """The cache with the bound pods ``keys`` taken out, for one decision; put back as
-    they were after."""
-    removed = []
+    """The cache with the pods ``keys`` taken out for one decision — bound ones, and
+    ones counted on a node while their volumes are bound — put back as they were after."""
+    removed: list[Pod] = []
+    unassumed: list[tuple[Pod, str, float | None]] = []
     for key in keys:
         pod = cluster.pods.get(key)
-        if pod is not None and pod.node_name and key not in cluster.assumed_pods:
+        if pod is None:
+            continue
+        node = cluster.assumed_pods.get(key)
+        if node is not None:
+            unassumed.append((pod, node, cluster.assumed_expiry.get(key)))
+            cluster.forget_pod(key)
+        elif pod.node_name:
             cluster.delete("Pod", key)
             removed.append(pod)
     try:
@@ -145,3 +151,7 @@ def without_pods(cluster: ClusterCache, keys: list[str]) -> Iterator[None]:
     finally:
         for pod in removed:
             cluster.upsert("Pod", pod)
+        for pod, node, expiry in unassumed:
+            cluster.assume_pod(pod, node)
+            if expiry is not None:
+                cluster.finish_binding(pod.meta.key, expiry)

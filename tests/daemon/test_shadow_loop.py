@@ -333,3 +333,26 @@ def test_a_claim_pod_left_pending_that_volsched_would_have_served_is_counted() -
     ingest.delete("Pod", second, persist=False)
     loop.prune_pending()
     assert loop.tally.report()["storage"]["pendingForVolumes"] == 0
+
+
+def test_a_held_binding_is_judged_without_claim_pods_decided_after_it() -> None:
+    """``pinned`` (ahead) is still unbound when ``free``'s binding arrives, so ``free`` is
+    held; meanwhile ``db``, decided after ``free``, is counted on b at its PreBind write.
+    ``free`` must be judged without ``db``: b was the emptier node when it was decided."""
+    pinned = _created("pinned", 0, cpu="2", spec={"nodeSelector": {"kubernetes.io/hostname": "a"}})
+    free = _created("free", 1, cpu="1")
+    local = pv("local-b", "10Gi", node_names=["b"])
+    data = pvc("data", request="9Gi")
+    db = _created("db", 2, cpu="4", claims=["data"])
+    loop, ingest, cluster, _ = shadow_of(
+        *EVEN, storage_class("local"), local, data, pinned, free, db
+    )
+    loop.comparing = True
+    _decide_all(loop)
+    ingest.upsert("Pod", bound(free, "b"), persist=False)
+    _bound_by_them(ingest, local, data)
+    assert cluster.assumed_pods == {"default/db": "b"}
+    ingest.upsert("Pod", bound(pinned, "a"), persist=False)
+    assert loop.tally.compared == 3
+    assert [c.pod for c in loop.tally.differences] == []
+    assert cluster.assumed_pods == {"default/db": "b"}
