@@ -1,0 +1,404 @@
+"""volsched and the real kube-scheduler 1.36.2, each alone and cold, on one real control plane.
+
+    VOLSCHED_KUBE_ASSETS=/path/to/bin python -m bench.oracle.sidebyside \\
+        [--nodes 300] [--pods 1000] [--shape none|wffc] [--rounds 3] [--out FILE.json]
+
+The comparison a platform team makes before trusting volsched with pods: the same pods,
+the same nodes, the same API server, one scheduler at a time. A
+:class:`~bench.oracle.controlplane.ControlPlane` (etcd, kube-apiserver, the PV binder) is
+started once, with ``--nodes`` fake nodes (``bench.cluster`` makes them as it does for any
+cluster). Then, per round and in both orders (kube-scheduler first, then volsched first):
+
+1. ``--pods`` pods (and for ``wffc`` a claim each, over local PVs made for the trial) are
+   created pending, naming a scheduler no one runs yet;
+2. the scheduler under test is started cold — kube-scheduler with a profile of that name,
+   volsched with an empty database — pinned to CPU 0, the control plane's processes to
+   CPU 1; volsched is then started once more on the database its clean stop kept (warm);
+3. a watch records when each binding arrives; the trial ends at the last one. The
+   scheduler's CPU is read from ``/proc/PID/stat`` (user + system) at the first binding and
+   at the last, so CPU per pod is both *whole* (start-up included, over all pods) and
+   *binding* (from the first binding to the last, over the pods bound in between);
+4. the scheduler is stopped and the trial's pods, claims and PVs are deleted (grace 0,
+   protection finalizers taken off: no kubelet or protection controller would).
+
+Reported per scheduler: throughput from the first binding to the last, CPU per pod, the
+first binding after the process started, each trial and the medians over the rounds and
+orders. Both clients talk to the API server as they do by default, but kube-scheduler is
+given a client rate limit (``clientConnection.qps``/``burst``) no lower than volsched's
+own unlimited client would meet, so neither waits on its own limiter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench.cluster import (
+    ClusterRun,
+    _create_all,
+    claim,
+    ensure_default_service_account,
+    keep_nodes_alive,
+    local_pv,
+    measured_pod,
+    set_up,
+    storage_class,
+)
+from bench.e2e import ROOT, compile_daemon_modules, free_port, installed_python_environment
+from bench.oracle.controlplane import ControlPlane, assets_dir
+from volsched.cache.errors import ApiError, NotFound
+from volsched.daemon.kube.client import KubeClient
+
+Raw = dict[str, Any]
+RESULTS = ROOT / "bench" / "results" / "oracle"
+SCHEDULER_CPU = 0
+CONTROL_PLANE_CPU = 1
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+KUBE_QPS = 5000
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` so far (its threads included)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def pin(pid: int, cpu: int) -> None:
+    with contextlib.suppress(OSError):
+        os.sched_setaffinity(pid, {cpu % (os.cpu_count() or 1)})
+
+
+@dataclass
+class Trial:
+    scheduler: str
+    order: str
+    round: int
+    start: str = "cold"
+    bound: int = 0
+    first_binding_seconds: float | None = None
+    first_to_last_seconds: float | None = None
+    pods_per_second: float | None = None
+    cpu_seconds: float = 0.0
+    cpu_ms_per_pod_whole: float | None = None
+    cpu_ms_per_pod_binding: float | None = None
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Schedulers:
+    """How each scheduler under test is started against the control plane."""
+
+    def __init__(self, cp: ControlPlane, workdir: Path) -> None:
+        self.cp = cp
+        self.workdir = workdir
+
+    def command(self, scheduler: str, name: str, database: Path) -> list[str]:
+        if scheduler == "kube-scheduler":
+            config = {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "clientConnection": {
+                    "kubeconfig": str(self.cp.kubeconfig),
+                    "qps": KUBE_QPS,
+                    "burst": KUBE_QPS,
+                },
+                "leaderElection": {"leaderElect": False},
+                "profiles": [{"schedulerName": name}],
+            }
+            path = self.workdir / f"kube-scheduler-{name}.yaml"
+            path.write_text(yaml.safe_dump(config, sort_keys=False))
+            return [
+                str(self.cp.assets / "kube-scheduler"),
+                f"--config={path}",
+                f"--authentication-kubeconfig={self.cp.kubeconfig}",
+                f"--authorization-kubeconfig={self.cp.kubeconfig}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={free_port()}",
+                "-v=1",
+            ]
+        return [
+            sys.executable,
+            "-m",
+            "volsched",
+            "run",
+            "--kubeconfig",
+            str(self.cp.kubeconfig),
+            "--http-address",
+            f"127.0.0.1:{free_port()}",
+            "--database",
+            str(database),
+            "--scheduler-name",
+            name,
+            "--leader-elect=false",
+        ]
+
+
+async def watch_bindings(
+    client: KubeClient,
+    namespace: str,
+    version: str,
+    pid_box: list[int],
+    bound_at: dict[str, tuple[float, float]],
+) -> None:
+    """Each pod's binding as the watch shows it: (monotonic time, the scheduler's CPU)."""
+    selector = f"metadata.namespace={namespace}"
+    while True:
+        with contextlib.suppress(ApiError):
+            async for event in client.watch("Pod", version, 300, 30, field_selector=selector):
+                obj = event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                name = meta.get("name")
+                if name and (obj.get("spec") or {}).get("nodeName") and name not in bound_at:
+                    cpu = 0.0
+                    if pid_box:
+                        with contextlib.suppress(OSError):
+                            cpu = process_cpu_seconds(pid_box[0])
+                    bound_at[name] = (time.monotonic(), cpu)
+        await asyncio.sleep(0.05)
+
+
+async def run_trial(
+    client: KubeClient,
+    schedulers: Schedulers,
+    base: ClusterRun,
+    trial: Trial,
+    number: int,
+    database: Path,
+    timeout: float,
+) -> None:
+    run = replace(base, run_id=f"{base.run_id}-t{number:02d}")
+    namespace = run.namespace
+    await client.create(
+        "Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+    )
+    await ensure_default_service_account(client, run)
+    nodes = replace(base)  # node names come from the base run
+    if base.shape == "wffc":
+        await client.create("StorageClass", storage_class(run))
+        volumes = []
+        for index in range(base.nodes):
+            for slot in range(base.pvs_per_node):
+                volume = local_pv(run, index, slot, (5, 10, 20)[(index + slot) % 3])
+                node_term = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]
+                node_term["matchExpressions"][0]["values"] = [nodes.node_name(index)]
+                volumes.append(volume)
+        await _create_all(client, "PersistentVolume", volumes)
+        await _create_all(client, "PersistentVolumeClaim", [claim(run, n) for n in range(run.pods)])
+    await _create_all(client, "Pod", [measured_pod(run, n) for n in range(run.pods)])
+    _, version = await client.list("Pod", namespace)
+    bound_at: dict[str, tuple[float, float]] = {}
+    pid_box: list[int] = []
+    watcher = asyncio.create_task(watch_bindings(client, namespace, version, pid_box, bound_at))
+    log = (schedulers.workdir / f"{trial.scheduler}-{number:02d}.log").open("wb")
+    started = time.monotonic()
+    process = subprocess.Popen(
+        schedulers.command(trial.scheduler, run.scheduler_name, database),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        cwd=ROOT,
+        env=installed_python_environment(),
+        start_new_session=True,
+    )
+    pin(process.pid, SCHEDULER_CPU)
+    pid_box.append(process.pid)
+    try:
+        while len(bound_at) < run.pods and time.monotonic() - started < timeout:
+            if process.poll() is not None:
+                trial.error = f"{trial.scheduler} exited with {process.returncode}"
+                break
+            await asyncio.sleep(0.05)
+        with contextlib.suppress(OSError):
+            trial.cpu_seconds = round(process_cpu_seconds(process.pid), 3)
+    finally:
+        process.terminate()
+        try:
+            await asyncio.to_thread(process.wait, 60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+    summarise(trial, started, bound_at, run.pods)
+    await clean_up(client, schedulers.cp, run)
+
+
+def summarise(
+    trial: Trial, started: float, bound_at: dict[str, tuple[float, float]], pods: int
+) -> None:
+    trial.bound = len(bound_at)
+    if not bound_at:
+        trial.error = trial.error or "no pod was bound"
+        return
+    times = sorted(bound_at.values())
+    (first, first_cpu), (last, last_cpu) = times[0], times[-1]
+    trial.first_binding_seconds = round(first - started, 3)
+    trial.first_to_last_seconds = round(last - first, 3)
+    if len(times) > 1 and last > first:
+        trial.pods_per_second = round((len(times) - 1) / (last - first), 1)
+        trial.cpu_ms_per_pod_binding = round((last_cpu - first_cpu) * 1000 / (len(times) - 1), 3)
+    trial.cpu_ms_per_pod_whole = round(last_cpu * 1000 / len(times), 3)
+    if trial.bound < pods and not trial.error:
+        trial.error = f"{trial.bound} of {pods} pods bound"
+
+
+async def clean_up(client: KubeClient, cp: ControlPlane, run: ClusterRun) -> None:
+    """Delete the trial's pods at once (no kubelet), its claims and PVs without their
+    protection finalizers, then its namespace."""
+    namespace = run.namespace
+
+    def delete_collection(path: str) -> None:
+        with contextlib.suppress(Exception):
+            cp.request("DELETE", path, {"kind": "DeleteOptions", "gracePeriodSeconds": 0})
+
+    await asyncio.to_thread(delete_collection, f"/api/v1/namespaces/{namespace}/pods")
+    if run.shape == "wffc":
+        for kind, listed_in in (("PersistentVolumeClaim", namespace), ("PersistentVolume", None)):
+            objects, _ = await client.list(kind, listed_in)
+            mine = [
+                o
+                for o in objects
+                if kind == "PersistentVolumeClaim"
+                or o["metadata"]["name"].startswith(f"bench-{run.run_id}-pv-")
+            ]
+            for obj in mine:
+                name = obj["metadata"]["name"]
+                with contextlib.suppress(NotFound):
+                    await client.delete(kind, name, listed_in)
+                with contextlib.suppress(NotFound):
+                    patch = {"metadata": {"finalizers": None}}
+                    await client.patch(kind, name, patch, listed_in)
+        with contextlib.suppress(NotFound):
+            await client.delete("StorageClass", f"bench-local-{run.run_id}")
+    with contextlib.suppress(NotFound):
+        await client.delete("Namespace", namespace)
+
+
+def median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 3) if present else None
+
+
+def medians(trials: list[Trial]) -> dict[str, Any]:
+    by: dict[str, list[Trial]] = {}
+    for trial in trials:
+        by.setdefault(f"{trial.scheduler} ({trial.start})", []).append(trial)
+    return {
+        name: {
+            "trials": len(group),
+            "pods_per_second": median([t.pods_per_second for t in group]),
+            "cpu_ms_per_pod_whole": median([t.cpu_ms_per_pod_whole for t in group]),
+            "cpu_ms_per_pod_binding": median([t.cpu_ms_per_pod_binding for t in group]),
+            "first_binding_seconds": median([t.first_binding_seconds for t in group]),
+            "errors": [t.error for t in group if t.error],
+        }
+        for name, group in by.items()
+    }
+
+
+async def benchmark(args: argparse.Namespace, assets: Path, workdir: Path) -> dict[str, Any]:
+    compile_daemon_modules()
+    base = ClusterRun(
+        kubeconfig="",
+        shape=args.shape,
+        nodes=args.nodes,
+        pods=args.pods,
+        pvs_per_node=args.pvs_per_node,
+        allow_foreign_nodes=True,
+        run_id="side",
+    )
+    cp = ControlPlane(assets, workdir / "control-plane")
+    cp.start()
+    try:
+        for process in cp._procs.values():
+            pin(process.pid, CONTROL_PLANE_CPU)
+        client = await KubeClient.connect(str(cp.kubeconfig))
+        base = replace(base, kubeconfig=str(cp.kubeconfig))
+        await set_up(client, base)
+        alive = asyncio.create_task(keep_nodes_alive(client, base))
+        schedulers = Schedulers(cp, workdir)
+        trials: list[Trial] = []
+        number = 0
+        try:
+            for round_number in range(1, args.rounds + 1):
+                for order in (("kube-scheduler", "volsched"), ("volsched", "kube-scheduler")):
+                    order_name = f"{order[0]} first"
+                    for scheduler in order:
+                        starts = ("cold", "warm") if scheduler == "volsched" else ("cold",)
+                        database = workdir / f"volsched-{round_number}-{order[0]}.db"
+                        for start in starts:
+                            number += 1
+                            trial = Trial(scheduler, order_name, round_number, start)
+                            await run_trial(
+                                client, schedulers, base, trial, number, database, args.timeout
+                            )
+                            trials.append(trial)
+                            print(json.dumps(trial.__dict__), file=sys.stderr, flush=True)
+        finally:
+            alive.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await alive
+            await client.close()
+    finally:
+        cp.stop()
+    return {
+        "workload": f"side by side, {args.shape} shape",
+        "kube_scheduler": "v1.36.2",
+        "nodes": args.nodes,
+        "pods": args.pods,
+        "shape": args.shape,
+        "rounds": args.rounds,
+        "kube_scheduler_client_qps": KUBE_QPS,
+        "medians": medians(trials),
+        "trials": [trial.__dict__ for trial in trials],
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "command": "python -m bench.oracle.sidebyside " + " ".join(sys.argv[1:]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.oracle.sidebyside")
+    parser.add_argument("--nodes", type=int, default=300)
+    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--shape", choices=("none", "wffc"), default="none")
+    parser.add_argument("--pvs-per-node", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    assets = assets_dir()
+    if assets is None:
+        print("sidebyside: set VOLSCHED_KUBE_ASSETS to the Kubernetes binaries", file=sys.stderr)
+        return 2
+    workdir = Path(tempfile.mkdtemp(prefix="volsched-sidebyside-"))
+    try:
+        result = asyncio.run(benchmark(args, assets, workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    out = args.out or RESULTS / f"sidebyside-{args.shape}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result["medians"], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
