@@ -212,12 +212,14 @@ class ShadowLoop:
             pod = self.cluster.pods.get(pod_key)
             if pod is None or pod.node_name or pod_key in self.cluster.assumed_pods:
                 return
-            # Its PreBind write is its decision's moment.
+            # Its PreBind write is its decision's moment: counted on its node from now
+            # on, judged once the pods decided before it are in the cache.
             self.order.bound(pod_key)
-            self.judge(pod, node, written.volumes)
             self._judged.add(pod_key)
             self.cluster.assume_pod(pod, node)
             self.cluster.finish_binding(pod_key, self.monotonic() + PREBIND_SECONDS)
+            self.order.hold(pod, node, written.volumes)
+            self.release_held()
         except Exception as exc:
             log.error("shadow PreBind check of %s %s failed: %s", kind, key, exc)
 
@@ -242,7 +244,7 @@ class ShadowLoop:
         """Judge the bindings whose turn in decision order has come."""
         for held in self.order.releasable(self._placeable):
             try:
-                self.judge(held.pod, held.node)
+                self.judge(held.pod, held.node, held.volumes)
             except Exception as exc:
                 log.error("shadow comparison for %s failed: %s", held.pod.meta.key, exc)
 

@@ -43,6 +43,8 @@ class Held:
     pod: Pod
     node: str
     until: float
+    # For a claim pod held from its PreBind write: claim key → the PV that write named.
+    volumes: dict[str, str] | None = None
 
 
 class DecisionOrder:
@@ -72,8 +74,8 @@ class DecisionOrder:
         if seen is not None and key not in self._bound:
             self._bound[key] = (seen[0], self.monotonic())
 
-    def hold(self, pod: Pod, node: str) -> None:
-        self.held[pod.meta.key] = Held(pod, node, self.monotonic() + HOLD_SECONDS)
+    def hold(self, pod: Pod, node: str, volumes: dict[str, str] | None = None) -> None:
+        self.held[pod.meta.key] = Held(pod, node, self.monotonic() + HOLD_SECONDS, volumes)
 
     def releasable(self, placeable: Callable[[str], bool]) -> list[Held]:
         """The held bindings to judge now, in queue order: those no pending pod is

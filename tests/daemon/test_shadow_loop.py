@@ -356,3 +356,25 @@ def test_a_held_binding_is_judged_without_claim_pods_decided_after_it() -> None:
     assert loop.tally.compared == 3
     assert [c.pod for c in loop.tally.differences] == []
     assert cluster.assumed_pods == {"default/db": "b"}
+
+
+def test_a_claim_pod_is_judged_after_the_pods_decided_before_its_prebind() -> None:
+    """``pinned`` is decided first (a), ``db`` next: b, the emptier node with ``pinned``
+    on a. ``db``'s PreBind write arrives before ``pinned``'s binding: ``db`` is counted on
+    b at once, and judged once ``pinned`` is bound."""
+    pinned = _created("pinned", 0, cpu="2", spec={"nodeSelector": {"kubernetes.io/hostname": "a"}})
+    on_a, on_b = pv("on-a", "10Gi", node_names=["a"]), pv("on-b", "10Gi", node_names=["b"])
+    data = pvc("data", request="9Gi")
+    db = _created("db", 1, cpu="1", claims=["data"])
+    loop, ingest, cluster, _ = shadow_of(
+        *EVEN, storage_class("local"), on_a, on_b, data, pinned, db
+    )
+    loop.comparing = True
+    _decide_all(loop)
+    _bound_by_them(ingest, on_b, data)
+    assert cluster.assumed_pods == {"default/db": "b"}
+    assert loop.tally.compared == 0  # held: pinned, decided before it, is not bound yet
+    ingest.upsert("Pod", bound(pinned, "a"), persist=False)
+    assert loop.tally.compared == 2
+    assert [c.pod for c in loop.tally.differences] == []
+    assert cluster.assumed_pods == {"default/db": "b"}
