@@ -171,11 +171,7 @@ class ShadowLoop:
             self.queue.done(key)
             self.tally.forget_pending(key)
             return
-        if key not in self._first_seen:
-            claims = unbound_claims(self.cluster, pod.namespace, pod.claim_names())
-            self._first_seen[key] = (self.wall_clock(), claims)
-            self.prebinding.watch(key, claims)
-            self.order.seen(self.cluster, pod)
+        self.note_pending(pod)
         decision = self.decide(pod)
         if decision.error is not None:
             result = "error"
@@ -193,14 +189,37 @@ class ShadowLoop:
             self.pending_for_volumes(pod)
         self.metrics.shadow_pending_decisions.labels(result=result).inc()
 
+    def note_pending(self, pod: Pod) -> None:
+        """The first sight of a pending pod: when, its unbound claims and its place in
+        the queue — taken as the watch shows it, before the other scheduler's PreBind
+        can bind a claim however long the shadow takes to decide it."""
+        key = pod.meta.key
+        if key not in self._first_seen:
+            claims = unbound_claims(self.cluster, pod.namespace, pod.claim_names())
+            self._first_seen[key] = (self.wall_clock(), claims)
+            self.prebinding.watch(key, claims)
+            self.order.seen(self.cluster, pod)
+
     def object_changed(self, kind: str, key: str) -> None:
         """An object changed and the cache holds the change. A pod: held bindings may
         be judged now that it is bound. A PV or claim: if it is the other scheduler's
         PreBind write for a watched pod, judge the pod now, on the cluster it was decided
         on, and count it on its node as that scheduler does. Never raises: the ingest
         must go on."""
-        if kind == "Pod" and self.order.held:
-            self.release_held()
+        if kind == "Pod":
+            pod = self.cluster.pods.get(key)
+            try:
+                if (
+                    pod is not None
+                    and not pod.node_name
+                    and pod.scheduler_name in self.scheduler_names
+                    and key not in self.cluster.assumed_pods
+                ):
+                    self.note_pending(pod)
+            except Exception as exc:
+                log.error("shadow: noting pending pod %s failed: %s", key, exc)
+            if self.order.held:
+                self.release_held()
         if not self.comparing or kind not in ("PersistentVolume", "PersistentVolumeClaim"):
             return
         try:

@@ -378,3 +378,22 @@ def test_a_claim_pod_is_judged_after_the_pods_decided_before_its_prebind() -> No
     assert loop.tally.compared == 2
     assert [c.pod for c in loop.tally.differences] == []
     assert cluster.assumed_pods == {"default/db": "b"}
+
+
+def test_a_claim_pod_bound_before_the_shadow_decides_it_is_judged_with_its_claim_unbound() -> None:
+    """The shadow lags: kube-scheduler's PreBind and binding arrive before the shadow
+    popped the pod. The claims unbound when the watch first showed the pod are still
+    judged unbound again."""
+    tight = pv("tight", "10Gi", node_names=["big"])
+    roomy = pv("roomy", "100Gi", node_names=["tiny"])
+    data = pvc("data", request="9Gi")
+    db = pod("db", claims=["data"])
+    loop, ingest, _, _ = shadow_of(*NODES, storage_class("local"), tight, roomy, data)
+    loop.comparing = True
+    ingest.upsert("Pod", db, persist=False)
+    _bound_by_them(ingest, roomy, data)
+    ingest.upsert("Pod", bound(db, "tiny"), persist=False)
+    (comparison,) = list(loop.tally.differences)
+    assert (comparison.our_node, comparison.their_node) == ("big", "tiny")
+    gib = 2**30
+    assert comparison.stranded == (91 * gib, 1 * gib)
