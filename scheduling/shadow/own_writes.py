@@ -53,12 +53,16 @@ class Undone:
 def unbound_claims(
     cluster: ClusterCache, namespace: str, claim_names: Iterable[str]
 ) -> frozenset[str]:
-    """The keys of the pod's claims that nothing has bound or placed yet."""
+    """The keys of the pod's claims that nothing has bound or placed yet. A claim the
+    cache does not hold yet counts: made just before its pod (as a StatefulSet's are),
+    its event can reach the shadow after the pod's, and nothing could have bound it
+    before the pod existed but the one who made it bound."""
     keys = []
     for name in claim_names:
-        claim = cluster.pvcs.get(f"{namespace}/{name}")
-        if claim is not None and not claim.volume_name and not claim.selected_node:
-            keys.append(claim.key)
+        key = f"{namespace}/{name}"
+        claim = cluster.pvcs.get(key)
+        if claim is None or (not claim.volume_name and not claim.selected_node):
+            keys.append(key)
     return frozenset(keys)
 
 

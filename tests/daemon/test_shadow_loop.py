@@ -397,3 +397,22 @@ def test_a_claim_pod_bound_before_the_shadow_decides_it_is_judged_with_its_claim
     assert (comparison.our_node, comparison.their_node) == ("big", "tiny")
     gib = 2**30
     assert comparison.stranded == (91 * gib, 1 * gib)
+
+
+def test_a_claim_whose_event_comes_after_its_pods_is_still_judged_unbound() -> None:
+    """A StatefulSet makes the claim just before the pod, but the two kinds are separate
+    watches: the pod can reach the shadow first."""
+    tight = pv("tight", "10Gi", node_names=["big"])
+    roomy = pv("roomy", "100Gi", node_names=["tiny"])
+    data = pvc("data", request="9Gi")
+    db = pod("db", claims=["data"])
+    loop, ingest, _, _ = shadow_of(*NODES, storage_class("local"), tight, roomy)
+    loop.comparing = True
+    ingest.upsert("Pod", db, persist=False)
+    ingest.upsert("PersistentVolumeClaim", data, persist=False)
+    _decide_all(loop)
+    _bound_by_them(ingest, roomy, data)
+    ingest.upsert("Pod", bound(db, "tiny"), persist=False)
+    (comparison,) = list(loop.tally.differences)
+    assert (comparison.our_node, comparison.their_node) == ("big", "tiny")
+    assert comparison.stranded == (91 * 2**30, 1 * 2**30)
