@@ -213,3 +213,16 @@ def test_a_non_finite_allocatable_is_refused_naming_the_node_and_field(cpu: obje
 @pytest.mark.parametrize("text", ["1" + "0" * 400 + "h", "9" * 320 + "s"])
 def test_a_duration_too_long_for_a_float_is_not_a_duration(text: str) -> None:
     assert go_duration_seconds(text) is None
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "9" * 5000, "9" * 19, "-1", "1e3"])
+def test_an_integer_longhorn_setting_is_ascii_digits_of_an_int64(value: str) -> None:
+    """Python's ``isdigit`` takes "²", which ``int`` then refused in every scheduling
+    cycle; ``int`` refuses 5,000 digits."""
+    raw = {
+        "metadata": {"name": "storage-over-provisioning-percentage", "namespace": "ns"},
+        "value": value,
+    }
+    with pytest.raises(ObjectError) as caught:
+        KINDS["LonghornSetting"].parse(raw)
+    assert "field value: must be a non-negative integer" in str(caught.value)
