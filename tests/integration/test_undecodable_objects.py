@@ -158,3 +158,16 @@ async def test_a_node_with_a_non_finite_allocatable_is_skipped(
     assert len(lines) == 1, lines
     assert "broken" not in daemon.cluster.nodes
     assert await ready(daemon) == 200
+
+
+async def test_a_watch_event_of_megabytes_is_read(cluster: Cluster) -> None:
+    """A line longer than the HTTP client's default buffer (128 KiB) is one event, not
+    an error: an object of a megabyte or more (a large last-applied annotation) is
+    within what an API server stores."""
+    cluster.server.load([node("n1")])
+    daemon = await cluster.start_daemon()
+    big = pod("big")
+    big["metadata"]["annotations"] = {"note": "x" * 2_000_000}
+    cluster.server.load([big, pod("after")])
+    await eventually(lambda: cluster.node_of("big") and cluster.node_of("after"), what="placed")
+    assert "default/big" in daemon.cluster.pods
