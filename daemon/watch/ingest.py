@@ -173,7 +173,11 @@ class Ingest:
             meta = raw.get("metadata")
             version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
             at = f" at resourceVersion {version}" if isinstance(version, str) and version else ""
-            self.skip_log.line(kind, f"skipping a malformed object{at}: {exc}")
+            who = object_key(raw, KINDS[kind].namespaced) if isinstance(meta, Mapping) else ""
+            field = f" field {exc.field}" if exc.field else ""
+            self.skip_log.line(
+                kind, f"skipping a malformed object: {kind} {who}{at}{field}: {exc.problem}"
+            )
             if self._on_error is not None:
                 self._on_error(kind)
             return None

@@ -140,22 +140,33 @@ async def test_a_deep_longhorn_setting_in_a_watch_is_kept(
     assert not named(caplog, "watch failed")
 
 
-@pytest.mark.parametrize("written", [b"NaN", b"Infinity", b"1e400", b'"Infinity"'])
+@pytest.mark.parametrize(
+    ("written", "said"),
+    [
+        (b"NaN", "cannot be decoded (NaN, which is not a JSON number); skipped"),
+        (b"Infinity", "cannot be decoded (Infinity, which is not a JSON number); skipped"),
+        (b"1e400", "cannot be decoded (a number out of range (1e400)); skipped"),
+        (b'"Infinity"', "field status.allocatable.cpu: 'Infinity' is not a quantity"),
+    ],
+)
 async def test_a_node_with_a_non_finite_allocatable_is_skipped(
-    cluster: Cluster, caplog: pytest.LogCaptureFixture, written: bytes
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, written: bytes, said: str
 ) -> None:
     cluster.server.faults.garble("garbled-cpu", written)
-    broken = node("broken", cpu="garbled-cpu")
     cluster.server.load([node("n1"), node("n2", "zone-b")])
     daemon = await cluster.start_daemon()
     caplog.set_level(logging.WARNING, logger="volsched")
-    cluster.server.load([broken, *(pod(f"web-{i}") for i in range(4))])
+    (broken,) = cluster.server.load([node("broken", cpu="garbled-cpu")])
+    cluster.server.load([pod(f"web-{i}") for i in range(4)])
     await eventually(
         lambda: all(cluster.node_of(f"web-{i}") in ("n1", "n2") for i in range(4)),
         what="pods placed on the other nodes",
     )
-    lines = named(caplog, "broken")
-    assert len(lines) == 1, lines
+    (line,) = named(caplog, "broken")
+    assert line.endswith(
+        f"Node broken at resourceVersion {broken['metadata']['resourceVersion']}"
+        f"{':' if 'decoded' in said else ''} {said}"
+    )
     assert "broken" not in daemon.cluster.nodes
     assert await ready(daemon) == 200
 
