@@ -16,6 +16,11 @@ its query string) with an error Status instead of serving them; ``delay_next`` s
 them only after a while, as a busy server does.  ``request_log`` records every request's
 method, path, query and status, so a test can assert what a client did.
 
+``garble`` serves a placeholder string value as other bytes wherever it appears in a
+watch event or a list body: what a strict encoder here cannot write and the client must
+survive (a number of thousands of digits, a lone surrogate, nesting thousands of levels
+deep, as a custom resource that preserves unknown fields may hold).
+
 ``trip`` arms a tripwire on writes (POST, PUT, PATCH, DELETE): on the n-th write it
 matches, its action runs either just before the write is served — the write is then
 refused with 503 and never applied — or just after the write was applied, before the
@@ -26,6 +31,7 @@ the write not made, or made but never acknowledged.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -106,6 +112,7 @@ class Faults:
         self._stall_past_timeout = False
         self._bookmarks_frozen_at: int | None = None
         self._bookmarks_suppressed = False
+        self._garbles: list[tuple[bytes, bytes]] = []
         self.request_log: list[RequestRecord] = []
 
     def cut_watches(self, abrupt: bool = False) -> int:
@@ -238,6 +245,17 @@ class Faults:
                 fired = tripwire
         return fired
 
+    def garble(self, placeholder: str, written: bytes) -> None:
+        """From now on, serve the string value ``placeholder`` as ``written`` (raw JSON
+        text, valid or not) in every watch event and list body."""
+        self._garbles.append((json.dumps(placeholder).encode(), written))
+
+    def garbled(self, body: bytes) -> bytes:
+        """``body`` as it is served, garbled where ``garble`` asked."""
+        for quoted, written in self._garbles:
+            body = body.replace(quoted, written)
+        return body
+
     def record(self, record: RequestRecord) -> None:
         self.request_log.append(record)
         if len(self.request_log) > self.request_log_limit:
@@ -268,4 +286,5 @@ class Faults:
         self._stall_past_timeout = False
         self._bookmarks_frozen_at = None
         self._bookmarks_suppressed = False
+        self._garbles.clear()
         self.request_log.clear()

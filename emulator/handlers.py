@@ -313,14 +313,21 @@ class Handlers:
             list_meta["continue"] = base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
             list_meta["remainingItemCount"] = remaining
         if wants_partial_metadata(request.headers.get("Accept", "")):
-            return json_response(partial_metadata_list(list_meta, items))
+            return self._list_response(partial_metadata_list(list_meta, items))
         body = {
             "kind": resource.list_kind,
             "apiVersion": resource.api_version,
             "metadata": list_meta,
             "items": [_list_item(resource, item) for item in items],
         }
-        return json_response(body)
+        return self._list_response(body)
+
+    def _list_response(self, body: Raw) -> web.Response:
+        """A list as served: garbled where a fault asks (see ``Faults.garble``)."""
+        response = json_response(body)
+        if isinstance(response.body, bytes):
+            response.body = self.faults.garbled(response.body)
+        return response
 
     async def _create(self, request: web.Request, target: Target) -> web.StreamResponse:
         body = await read_json(request)

@@ -119,7 +119,8 @@ class WatchStream:
         return response
 
     async def _send(self, response: web.StreamResponse, event: Raw) -> None:
-        await response.write(json.dumps(event, separators=(",", ":")).encode() + b"\n")
+        data = json.dumps(event, separators=(",", ":")).encode()
+        await response.write(self.faults.garbled(data) + b"\n")
 
     async def _send_change(self, response: web.StreamResponse, change: Change) -> None:
         event = translate(change, self.request)

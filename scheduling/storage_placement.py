@@ -21,6 +21,7 @@ from typing import Any
 
 from volsched.cache.cluster import AssumedReplica, ClusterCache
 from volsched.cache.node_info import NodeInfo
+from volsched.cache.objects.fields import shown
 from volsched.cache.objects.longhorn import is_longhorn
 from volsched.cache.objects.replicated import (
     CSI_DRIVER,
@@ -192,12 +193,13 @@ def class_parameters(
     params = storage_class.parameters
     name = storage_class.meta.name
     text = params.get("numberOfReplicas", str(default_replicas))
-    try:
-        replicas = int(text)
-    except ValueError:
+    # ASCII digits of an int64, as Go's strconv reads them: Python's ``int`` also takes
+    # " 3" and "٣", and a text of thousands of digits went whole into the pod's event.
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
         raise ProvisionError(
-            f'StorageClass "{name}" parameter numberOfReplicas: {text!r} is not an integer'
-        ) from None
+            f'StorageClass "{name}" parameter numberOfReplicas: {shown(text)} is not an integer'
+        )
+    replicas = int(text)
     if replicas < 1:
         raise ProvisionError(f'StorageClass "{name}" parameter numberOfReplicas: must be >= 1')
     locality = params.get("dataLocality", default_locality)

@@ -3,6 +3,7 @@ one reading for every configuration field that takes one."""
 
 from __future__ import annotations
 
+import math
 import re
 
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -21,6 +22,6 @@ def go_duration_seconds(text: str) -> float | None:
             break
         total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
         position = match.end()
-    if position != len(text) or position == 0:
-        return None
+    if position != len(text) or position == 0 or not math.isfinite(total):
+        return None  # not a duration, or one of hundreds of digits (an infinite float)
     return total

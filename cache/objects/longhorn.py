@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from volsched.cache.objects.fields import Fields, Raw
+from volsched.cache.objects.fields import Fields, Raw, shown
 from volsched.cache.objects.meta import ObjectMeta, parse_meta
 from volsched.cache.objects.replicated import (
     ANTI_AFFINITY_IGNORED,
@@ -100,8 +100,10 @@ def _check_setting(fields: Fields, name: str, value: str) -> None:
     text = setting_value(value)
     if kind == "bool" and text not in ("true", "false"):
         raise fields.fail("value", f'must be "true" or "false", not {value!r}')
-    if kind == "int" and not (text.isdigit()):
-        raise fields.fail("value", f"must be a non-negative integer, not {value!r}")
+    # ASCII digits of an int64, as Longhorn's Go reads them: Python's ``isdigit`` also
+    # takes "²" (which ``int`` then refuses) and "٣", and ``int`` refuses 5,000 digits.
+    if kind == "int" and not (text.isascii() and text.isdigit() and len(text) <= 18):
+        raise fields.fail("value", f"must be a non-negative integer, not {shown(value)}")
     if kind == "locality" and text not in DATA_LOCALITIES:
         raise fields.fail("value", f"{value!r} is not one of {', '.join(DATA_LOCALITIES)}")
 

@@ -121,7 +121,7 @@ def _decode_part(body: bytes) -> tuple[Views, RawTexts]:
         raise SnapshotError("it is not in this version's format")
     _, views, raw = loaded
     try:
-        rows.snapshot_part(views, raw)
+        rows.snapshot_part(views, raw, check_numbers=rows.may_hold_non_finite(body))
     except rows.BadRow as problem:
         raise SnapshotError(str(problem)) from None
     return views, raw

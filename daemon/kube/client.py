@@ -6,8 +6,9 @@ Everything above it deals in raw JSON dicts and volsched's errors (``Conflict``,
 tokens included), TLS, and its aiohttp session with its pool of kept-alive connections
 — with requests sent on that session directly (``sending``), not through its generated
 ``call_api``. Bodies go out and come back as raw JSON (``decoding``: orjson,
-managedFields dropped) — no generated model objects on the hot path, and no
-deserialisation surprises:
+managedFields dropped; ``reading``: answers as errors, events and list items, object by
+object when one object cannot be decoded) — no generated model objects on the hot path,
+and no deserialisation surprises:
 
 - a pod ``binding`` POST answers with a ``Status`` (201), which the generated
   ``create_namespaced_binding`` cannot deserialise (it raises ValueError although the
@@ -24,15 +25,14 @@ deserialisation surprises:
 from __future__ import annotations
 
 import builtins
-import json
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
 
-from volsched.cache.errors import ApiError, Conflict, Gone, NotFound
-from volsched.daemon.kube.decoding import decoded, strip_body, strip_object
+from volsched.cache.errors import ApiError, NotFound
+from volsched.daemon.kube.decoding import Skipped, Undecodable, decoded, strip_body
 from volsched.daemon.kube.keepalive import keep_alive
 from volsched.daemon.kube.kubeconfig import api_client
 from volsched.daemon.kube.ownership import (
@@ -42,6 +42,7 @@ from volsched.daemon.kube.ownership import (
     Writer,
     check_write,
 )
+from volsched.daemon.kube.reading import error_of, list_version, page, watch_event, whole_items
 from volsched.daemon.kube.resources import resource
 from volsched.daemon.kube.sending import (
     close_write_pool,
@@ -52,42 +53,6 @@ from volsched.daemon.kube.sending import (
 
 Raw = dict[str, Any]
 # Asks a list for each item's metadata only (kube-apiserver's PartialObjectMetadataList).
-
-
-def _watch_event(line: bytes, kind: str) -> Raw:
-    """One line of a watch stream, its object without managedFields; an ERROR event (a
-    410 above all) is raised as the status it carries."""
-    event = decoded(line, f"watch {kind}")
-    if not isinstance(event, dict):
-        raise ApiError(0, f"watch {kind}: an event that is not a JSON object")
-    strip_object(event.get("object"))
-    if event.get("type") == "ERROR":
-        status = event.get("object")
-        status = status if isinstance(status, dict) else {}
-        code = status.get("code")
-        if isinstance(code, bool) or not isinstance(code, int):
-            code = 500
-        raise _error(code, json.dumps(status))
-    return event
-
-
-def _error(status: int, body: bytes | str) -> ApiError:
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    message = text.strip()
-    try:
-        decoded = json.loads(text)
-        if isinstance(decoded, dict) and decoded.get("message"):
-            message = str(decoded["message"])
-    except ValueError:
-        pass
-    message = message[:500] or f"HTTP {status}"
-    if status == 409:
-        return Conflict(status, message)
-    if status == 404:
-        return NotFound(status, message)
-    if status == 410:
-        return Gone(status, message)
-    return ApiError(status, message)
 
 
 def _trust_environment_once(session: Any) -> None:
@@ -104,18 +69,26 @@ def _query(**parameters: str | None) -> list[tuple[str, str]]:
     return [(name, value) for name, value in parameters.items() if value]
 
 
-def _whole_items(body: Raw, kind: str) -> list[Raw]:
-    """A list's items with kind and apiVersion put back (list items omit them), so
-    stored objects are whole."""
-    items = body.get("items") or []
-    for item in items:
-        item.setdefault("kind", kind)
-        item.setdefault("apiVersion", resource(kind).api_version)
-    return items
+def _watch_query(
+    resource_version: str, timeout_seconds: int, field_selector: str | None
+) -> list[tuple[str, str]]:
+    return _query(
+        watch="true",
+        resourceVersion=resource_version,
+        allowWatchBookmarks="true",
+        timeoutSeconds=str(timeout_seconds),
+        fieldSelector=field_selector,
+    )
 
 
-def _list_version(body: Raw) -> str:
-    return str((body.get("metadata") or {}).get("resourceVersion") or "")
+def _stalled(kind: str, overdue_seconds: float, timeout_seconds: int) -> ApiError:
+    """The server ends every watch at its timeoutSeconds; one still open well past it is
+    not being served (a stall with the connection kept open)."""
+    return ApiError(
+        0,
+        f"watch {kind}: still open {overdue_seconds:g}s after its "
+        f"timeoutSeconds ({timeout_seconds}s); the stream had stalled",
+    )
 
 
 class KubeClient:
@@ -199,7 +172,7 @@ class KubeClient:
         async with response:
             status, data = response.status, await response.read()
         if not 200 <= status <= 299:
-            raise _error(status, data)
+            raise error_of(status, data)
         return data
 
     async def _json(self, method: str, path: str, *, reply: bool = True, **kwargs: Any) -> Raw:
@@ -212,7 +185,7 @@ class KubeClient:
                 self.api, method, path, **kwargs, timeout=self.request_timeout
             )
             if not 200 <= status <= 299:
-                raise _error(status, data)
+                raise error_of(status, data)
         if not reply:
             return {}
         body = strip_body(decoded(data, f"{method} {path}")) if data else {}
@@ -234,7 +207,7 @@ class KubeClient:
             labelSelector=label_selector,
         )
         body = await self._json("GET", resource(kind).path(namespace), query=query)
-        return _whole_items(body, kind), _list_version(body)
+        return whole_items(body, kind), list_version(body)
 
     async def list_pages(
         self,
@@ -242,17 +215,22 @@ class KubeClient:
         page_size: int = 500,
         field_selector: str | None = None,
         accept: str = "application/json",
+        skipped: Skipped | None = None,
+        prune_deep: bool = False,
     ) -> AsyncIterator[tuple[builtins.list[Raw], str]]:
         """A whole list in pages of ``page_size`` (``limit`` / ``continue``): each page
         with the list's resourceVersion. An expired continue token is a ``Gone``.
-        ``accept`` may ask for ``metadata_lists.PARTIAL_METADATA`` items (each its ``metadata`` only)."""
+        ``accept`` may ask for ``metadata_lists.PARTIAL_METADATA`` items (each its
+        ``metadata`` only). ``skipped`` and ``prune_deep``: see ``_page``."""
         token = ""
+        path = resource(kind).path()
         while True:
             query = _query(
                 limit=str(page_size), fieldSelector=field_selector, **{"continue": token}
             )
-            body = await self._json("GET", resource(kind).path(), query=query, accept=accept)
-            yield _whole_items(body, kind), _list_version(body)
+            data = await self.read(path, query=query, accept=accept)
+            body = page(data, f"GET {path}", kind, skipped, prune_deep)
+            yield whole_items(body, kind), list_version(body)
             token = str((body.get("metadata") or {}).get("continue") or "")
             if not token:
                 return
@@ -264,26 +242,22 @@ class KubeClient:
         timeout_seconds: int,
         overdue_seconds: float,
         field_selector: str | None = None,
-    ) -> AsyncIterator[Raw]:
+        prune_deep: bool = False,
+    ) -> AsyncIterator[Raw | Undecodable]:
         """Events after ``resource_version`` until the server ends the stream, which it
-        does at ``timeout_seconds``.
+        does at ``timeout_seconds``; an event whose object cannot be decoded comes as an
+        ``Undecodable`` instead (see ``_watch_event``), and the stream goes on.
 
         Raises ``Gone`` for 410 (as an HTTP status or an ERROR event) and ``ApiError`` for
         a broken connection, or a stream still open ``overdue_seconds`` past its timeout.
         """
-        query = _query(
-            watch="true",
-            resourceVersion=resource_version,
-            allowWatchBookmarks="true",
-            timeoutSeconds=str(timeout_seconds),
-            fieldSelector=field_selector,
-        )
+        query = _watch_query(resource_version, timeout_seconds, field_selector)
         deadline = timeout_seconds + overdue_seconds
         timeout = aiohttp.ClientTimeout(total=deadline, sock_connect=10)
         response = await self._call("GET", resource(kind).path(), query=query, timeout=timeout)
         async with response:
             if not 200 <= response.status <= 299:
-                raise _error(response.status, await response.read())
+                raise error_of(response.status, await response.read())
             connection = response.connection
             if connection is not None and connection.transport is not None:
                 keep_alive(connection.transport.get_extra_info("socket"))
@@ -291,15 +265,10 @@ class KubeClient:
                 async for line in response.content:
                     if not line.strip():
                         continue
-                    yield _watch_event(line, kind)
+                    for event in watch_event(line, kind, prune_deep):
+                        yield event
             except (aiohttp.ServerTimeoutError, TimeoutError):
-                # The server ends every watch at its timeoutSeconds; one still open well
-                # past it is not being served (a stall with the connection kept open).
-                raise ApiError(
-                    0,
-                    f"watch {kind}: still open {overdue_seconds:g}s after its "
-                    f"timeoutSeconds ({timeout_seconds}s); the stream had stalled",
-                ) from None
+                raise _stalled(kind, overdue_seconds, timeout_seconds) from None
             except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError) as exc:
                 raise ApiError(0, f"watch {kind}: {exc}") from None
 

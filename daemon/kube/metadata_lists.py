@@ -6,7 +6,9 @@ A ``PartialObjectMetadataList`` from kube-apiserver still carries every object's
 into dicts builds all of them only to drop them (0.4 s for 40,000 persistent volumes);
 msgspec decodes into the few typed fields below and skips the rest without building
 anything, twenty times faster. A body that is not such a list is an ``ApiError`` naming
-the request, as any other unreadable answer.
+the request, as any other unreadable answer; but one item that cannot be decoded at all
+(a lone surrogate in a label, nesting past the decoder's limit) is left out and the
+others read, as the relist and the watch leave it out of the cache (see ``decoding``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Protocol
 import msgspec
 
 from volsched.cache.errors import ApiError
+from volsched.daemon.kube.salvaging import split_items
 
 PARTIAL_METADATA = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
@@ -43,6 +46,7 @@ class _MetadataList(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_MetadataList)
+_ITEM_DECODER = msgspec.json.Decoder(_Item)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +64,12 @@ def versions_page(data: bytes, namespaced: bool, what: str) -> VersionsPage:
     it is not one."""
     try:
         body = _DECODER.decode(data)
-    except msgspec.DecodeError as exc:
-        # ValidationError is a DecodeError: a field of the wrong type, with its path.
+    except msgspec.ValidationError as exc:
+        # A field of the wrong type, with its path.
         raise ApiError(0, f"{what}: not a metadata list that can be read: {exc}") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        # msgspec raises RecursionError past its depth limit, even in a part it skips.
+        body = _each_item(data, what, exc)
     items = body.items or ()
     if namespaced:
         versions = {
@@ -72,6 +79,31 @@ def versions_page(data: bytes, namespaced: bool, what: str) -> VersionsPage:
     else:
         versions = {i.metadata.name: i.metadata.resource_version for i in items}
     return VersionsPage(versions, body.metadata.resource_version, body.metadata.continue_)
+
+
+def _each_item(data: bytes, what: str, refused: Exception) -> _MetadataList:
+    """The list read item by item, leaving out each one that cannot be decoded at all;
+    an ``ApiError`` when it is not a list of items, or an item has a field of the wrong
+    type."""
+    split = split_items(data)
+    problem = refused
+    if split is not None:
+        head, texts = split
+        items: list[_Item] = []
+        try:
+            body = _DECODER.decode(head)
+            for text in texts:
+                try:
+                    items.append(_ITEM_DECODER.decode(text))
+                except msgspec.ValidationError:
+                    raise
+                except (msgspec.DecodeError, RecursionError):
+                    continue  # this item only: the relist and the watch skip it too
+            body.items = items
+            return body
+        except (msgspec.DecodeError, RecursionError) as exc:
+            problem = exc
+    raise ApiError(0, f"{what}: not a metadata list that can be read: {problem}")
 
 
 class BodyReader(Protocol):

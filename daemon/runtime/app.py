@@ -131,6 +131,7 @@ class Daemon:
             store,
             on_change=self.changes.notify,
             on_error=lambda kind: self.metrics.ingest_errors.labels(kind=kind).inc(),
+            on_undecodable=lambda kind: self.metrics.undecodable_objects.labels(kind=kind).inc(),
         )
         self.attempts = LastAttempts()
         self.reporter = RecordingReporter(

@@ -113,6 +113,13 @@ class Metrics:
             ["kind"],
             registry=registry,
         )
+        self.undecodable_objects = Counter(
+            "volsched_undecodable_objects",
+            "Objects of a list or a watch that could not be decoded (a number too long, "
+            "a lone surrogate, nesting too deep), skipped, by kind.",
+            ["kind"],
+            registry=registry,
+        )
         self.binding_duration = Histogram(
             "volsched_binding_duration_seconds",
             "Binding cycle latency (volumes bound, pod bound).",

@@ -5,8 +5,9 @@ an assigned pod placed, relabelled, finished or deleted; a node added, deleted o
 in what a plugin reads (labels, taints, allocatable, readiness); any other kind added,
 updated or deleted.
 
-Objects that do not parse are logged and skipped (with a counter), never fatal: one bad
-object must not stop the scheduler.
+Objects that do not decode (see ``decoding``) or do not parse are logged and skipped
+(with a counter), never fatal: one bad object must not stop the scheduler. The log line
+names the object and its resourceVersion, and is rate-limited per kind (``skip_log``).
 
 One copy of each object: the cache's. An event the cache refuses — older than the revision
 it holds, as when a watch delivers an update after the binder took the newer answer of its
@@ -30,7 +31,9 @@ from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import Node, Pod, parse_pod, parse_pod_after
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.store.flushing import dumps
+from volsched.daemon.kube.decoding import Undecodable
 from volsched.daemon.queue.queueing import SchedulingQueue
+from volsched.daemon.watch.skip_log import SkipLog
 from volsched.scheduling.framework.events import (
     ASSIGNED_POD_DELETE,
     ActionType,
@@ -114,6 +117,7 @@ class Ingest:
         store: StoreSink | None = None,
         on_error: Callable[[str], None] | None = None,
         on_change: Callable[[str, str], None] | None = None,
+        on_undecodable: Callable[[str], None] | None = None,
     ) -> None:
         self.cluster = cluster
         self.queue = queue
@@ -126,6 +130,8 @@ class Ingest:
         # The accepted revision's JSON, for the kinds written back whole.
         self.raw: dict[str, dict[str, str]] = {kind: {} for kind in RAW_KEPT}
         self._on_error = on_error
+        self._on_undecodable = on_undecodable
+        self.skip_log = SkipLog()
         # Told (kind, key) after every change applied to the cache: binding cycles wait
         # on it for the PV controller instead of polling.
         self._on_change = on_change
@@ -164,10 +170,28 @@ class Ingest:
                 return self._parse_pod(raw)
             return KINDS[kind].parse(raw)
         except ObjectError as exc:
-            log.warning("skipping a malformed object: %s", exc)
+            meta = raw.get("metadata")
+            version = meta.get("resourceVersion") if isinstance(meta, Mapping) else None
+            at = f" at resourceVersion {version}" if isinstance(version, str) and version else ""
+            who = object_key(raw, KINDS[kind].namespaced) if isinstance(meta, Mapping) else ""
+            field = f" field {exc.field}" if exc.field else ""
+            self.skip_log.line(
+                kind, f"skipping a malformed object: {kind} {who}{at}{field}: {exc.problem}"
+            )
             if self._on_error is not None:
                 self._on_error(kind)
             return None
+
+    def undecodable(self, notice: Undecodable) -> None:
+        """An object of a list or watch that could not be decoded: named in the log and
+        counted (one ``kept`` without its deepest parts is named only)."""
+        if notice.kept:
+            text = f"{notice.described()}: read without what it holds deeper ({notice.problem})"
+        else:
+            text = f"{notice.described()}: cannot be decoded ({notice.problem}); skipped"
+            if self._on_undecodable is not None:
+                self._on_undecodable(notice.kind)
+        self.skip_log.line(notice.kind, text)
 
     def _parse_pod(self, raw: Mapping[str, Any]) -> Pod:
         held = self._unbound.pop(object_key(raw, True), None) if self._unbound else None

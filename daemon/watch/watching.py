@@ -29,7 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from volsched.cache.errors import ApiError, Gone, NotFound
+from volsched.cache.objects.registry import KINDS
 from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.decoding import Undecodable
 from volsched.daemon.watch.ingest import Ingest, StoreSink
 
 log = logging.getLogger("volsched.watch")
@@ -179,7 +181,13 @@ class KindWatcher:
         await self._may_apply()
         fresh: dict[str, str] = {}
         version = ""
-        async for items, page_version in self.client.list_pages(self.kind, self.settings.page_size):
+        pages = self.client.list_pages(
+            self.kind,
+            self.settings.page_size,
+            skipped=self.ingest.undecodable,
+            prune_deep=self.kind in STORAGE_KINDS,
+        )
+        async for items, page_version in pages:
             version = page_version
             for start in range(0, len(items), RELIST_SLICE):
                 self.ingest.relist_page(self.kind, items[start : start + RELIST_SLICE], fresh)
@@ -217,10 +225,17 @@ class KindWatcher:
         opened = loop.time()
         received = 0
         async for event in self.client.watch(
-            self.kind, state.resource_version, timeout, self.settings.overdue_seconds
+            self.kind,
+            state.resource_version,
+            timeout,
+            self.settings.overdue_seconds,
+            prune_deep=self.kind in STORAGE_KINDS,
         ):
             received += 1
             await self._may_apply()
+            if isinstance(event, Undecodable):
+                self._skip(event)
+                continue
             kind_of_event = event.get("type")
             obj = event.get("object") or {}
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
@@ -259,6 +274,25 @@ class KindWatcher:
             received,
             state.resource_version,
         )
+
+    def _skip(self, notice: Undecodable) -> None:
+        """An event whose object cannot be decoded: named and counted, and the watch goes
+        on past it, or it would be sent again on every retry and hold back every later
+        event of the kind. A deletion still deletes, when the object's name was found."""
+        self.ingest.undecodable(notice)
+        if notice.kept:
+            return  # its event follows
+        if notice.event_type == "DELETED" and notice.name:
+            namespaced = KINDS[self.kind].namespaced
+            key = f"{notice.namespace or 'default'}/{notice.name}" if namespaced else notice.name
+            self.ingest.delete_key(self.kind, key)
+        version = notice.resource_version
+        if not version.isdigit() or _older(version, self.state.resource_version):
+            return
+        self.state.resource_version = version
+        if self.store is not None:
+            self.store.set_resume_point(self.kind, version)
+        self._mark_caught_up(version)
 
     async def run(self) -> None:
         """Forever: (re)list when needed, watch, and retry with backoff."""

@@ -129,3 +129,22 @@ async def test_a_refused_list_is_the_api_error_of_its_status(client: KubeClient)
     with pytest.raises(ApiError) as raised:
         _ = [p async for p in version_pages(client, "/apis/example.com/v1/widgets", False, 10)]
     assert raised.value.status == 404
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b'{"metadata":{"name":"bad","resourceVersion":"12","labels":{"a":"\\ud800"}}}',
+        b'{"metadata":{"name":"bad","resourceVersion":"12"},"x":'
+        + b"[" * 1500
+        + b"]" * 1500
+        + b"}",
+    ],
+    ids=["a lone surrogate", "nesting 1,500 deep"],
+)
+def test_an_item_that_cannot_be_decoded_is_left_out(bad: bytes) -> None:
+    """As the relist and the watch leave it out of the cache, so a warm start's proof
+    can still match."""
+    good = orjson.dumps(item("n1", "11"))
+    data = b'{"metadata":{"resourceVersion":"90"},"items":[' + good + b"," + bad + b"]}"
+    assert versions_page(data, False, "GET /api/v1/nodes") == VersionsPage({"n1": "11"}, "90", "")

@@ -191,3 +191,22 @@ async def test_stop_closes_open_watches() -> None:
         await server.stop()
         assert await watch.until_eof() == []
     await asyncio.sleep(0)
+
+
+async def test_garble_serves_a_placeholder_as_other_bytes(api: Api, server: ApiServer) -> None:
+    """What a strict encoder cannot write (here a number of 400 digits) is served in
+    lists and watch events in place of a placeholder value."""
+    watch = await api.watch(PODS)
+    await eventually(lambda: server.store.subscriptions())
+    server.faults.garble("garbled", b"1" + b"0" * 400)
+    created = pod("p")
+    created["metadata"]["labels"] = {"hostile": "garbled"}
+    await api.ok("POST", PODS, created)
+    line = await watch.response.content.readline()
+    assert b'"hostile":1' + b"0" * 400 + b"}" in line
+    async with api.session.get(PODS) as listed:
+        assert b'"hostile":1' + b"0" * 400 + b"}" in await listed.read()
+    server.faults.reset()
+    async with api.session.get(PODS) as listed:
+        assert b'"hostile":"garbled"' in await listed.read()
+    watch.close()

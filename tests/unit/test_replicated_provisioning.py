@@ -400,6 +400,16 @@ BAD_PARAMETERS: list[tuple[dict[str, str], str]] = [
         'StorageClass "replicated" parameter numberOfReplicas: must be >= 1',
     ),
     (
+        {"numberOfReplicas": "9" * 5000},
+        'StorageClass "replicated" parameter numberOfReplicas: \''
+        + "9" * 39
+        + "… is not an integer",
+    ),
+    (
+        {"numberOfReplicas": "٣"},
+        "StorageClass \"replicated\" parameter numberOfReplicas: '٣' is not an integer",
+    ),
+    (
         {"dataLocality": "nearby"},
         "StorageClass \"replicated\" parameter dataLocality: 'nearby' is not one of "
         "disabled, best-effort, strict-local",

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from volsched.cache.errors import ObjectError
+from volsched.cache.objects.durations import go_duration_seconds
 from volsched.cache.objects.fields import Fields, parse_time
 from volsched.cache.objects.registry import KINDS
 from volsched.cache.quantity import MAX_QUANTITY, QuantityError, parse_quantity
@@ -195,3 +196,33 @@ def test_datetimes_from_other_loaders_never_overflow(moment: datetime) -> None:
     seconds = Fields({"t": moment}, "Pod", "p").timestamp("t")
     expected = moment.replace(tzinfo=moment.tzinfo or UTC) - datetime(1970, 1, 1, tzinfo=UTC)
     assert seconds == expected.total_seconds()
+
+
+@pytest.mark.parametrize(
+    "cpu", [float("nan"), float("inf"), float("-inf"), "NaN", "Infinity", "+Inf", "1e400"]
+)
+def test_a_non_finite_allocatable_is_refused_naming_the_node_and_field(cpu: object) -> None:
+    """What a decoder that accepts NaN and Infinity (Python's, reading a stored row) or a
+    YAML file can hand the parser: refused where it enters, never a NaN in a view."""
+    raw = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": cpu, "pods": "110"}}}
+    with pytest.raises(ObjectError) as caught:
+        KINDS["Node"].parse(raw)
+    assert str(caught.value).startswith("Node/n1 field status.allocatable.cpu: ")
+
+
+@pytest.mark.parametrize("text", ["1" + "0" * 400 + "h", "9" * 320 + "s"])
+def test_a_duration_too_long_for_a_float_is_not_a_duration(text: str) -> None:
+    assert go_duration_seconds(text) is None
+
+
+@pytest.mark.parametrize("value", ["²", "٣", "9" * 5000, "9" * 19, "-1", "1e3"])
+def test_an_integer_longhorn_setting_is_ascii_digits_of_an_int64(value: str) -> None:
+    """Python's ``isdigit`` takes "²", which ``int`` then refused in every scheduling
+    cycle; ``int`` refuses 5,000 digits."""
+    raw = {
+        "metadata": {"name": "storage-over-provisioning-percentage", "namespace": "ns"},
+        "value": value,
+    }
+    with pytest.raises(ObjectError) as caught:
+        KINDS["LonghornSetting"].parse(raw)
+    assert "field value: must be a non-negative integer" in str(caught.value)
