@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
@@ -241,12 +240,8 @@ class Daemon:
     def http_routes(self) -> list[web.RouteDef]:
         """The routes served beside health and metrics, behind the same authentication."""
         return extender_routes(self.extender) + decisions_routes(
-            self.cluster, self.profiles, self.attempts, shadow_report=self.shadow_report()
+            self.cluster, self.profiles, self.attempts
         )
-
-    def shadow_report(self) -> Callable[[], dict[str, Any]] | None:
-        """The shadow's comparison report, for the decisions page (shadow mode only)."""
-        return None
 
     async def start_deciding(self) -> None:
         """Once the caches are synced: the scheduling loop, replica placement and leader

@@ -22,11 +22,9 @@ the cluster it decided on — and records how the two compare.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection
-from typing import Any
 
 from aiohttp import web
 
@@ -34,6 +32,8 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
 from volsched.cache.store import OpenResult, Store
 from volsched.daemon.config.settings import Settings
+from volsched.daemon.http.decisions_page import decisions_routes
+from volsched.daemon.http.extender import extender_routes
 from volsched.daemon.http.server import HealthChecks
 from volsched.daemon.http.shadow_report import shadow_routes
 from volsched.daemon.kube.client import KubeClient
@@ -48,14 +48,7 @@ from volsched.scheduling.shadow.comparison import Outcome, compare
 from volsched.scheduling.shadow.decision_order import DecisionOrder, without_pods
 from volsched.scheduling.shadow.own_writes import unbound_claims, undo_binding_writes
 from volsched.scheduling.shadow.prebind import PreBinding
-from volsched.scheduling.shadow.pv_ledger import PvLedger
-from volsched.scheduling.shadow.savings import (
-    our_stranded,
-    our_volumes,
-    their_claim_volumes,
-    their_stranded,
-    volumes_off_node,
-)
+from volsched.scheduling.shadow.savings import StorageAccounting
 from volsched.scheduling.shadow.tally import PendingVerdict, ShadowTally
 
 log = logging.getLogger("volsched.shadow")
@@ -107,7 +100,7 @@ class ShadowLoop:
         # Bindings arrive out of decision order: each is judged once the pods decided
         # before it are bound, without the pods decided after it.
         self.order = DecisionOrder(monotonic)
-        self.ledger = PvLedger()
+        self.storage = StorageAccounting(cluster)
 
     def decide(self, pod: Pod) -> Decision:
         """The pod's profile's decision over every node, nothing reserved: each node is
@@ -186,7 +179,9 @@ class ShadowLoop:
             self.queue.done(key, pod.meta.uid)
         self.tally.decided_pending(key, PendingVerdict(decision.node, decision.message or ""))
         if decision.node is None and VOLUME_BINDING in decision.failed_plugins:
-            self.pending_for_volumes(pod)
+            # Pending for want of a PV: would volsched's own placements have left one?
+            served = self.storage.would_serve(pod)
+            self.tally.storage.pending_for_volumes[pod.meta.key] = served
         self.metrics.shadow_pending_decisions.labels(result=result).inc()
 
     def note_pending(self, pod: Pod) -> None:
@@ -279,7 +274,7 @@ class ShadowLoop:
         profile = self.profiles.for_pod(pending).profile
         weights = {priority.policy_name: priority.weight for priority in profile.priorities}
         first_seen, claims = self._first_seen.pop(pending.meta.key, (0.0, frozenset()))
-        theirs = their_stranded(self.cluster, claims, their_volumes)
+        theirs = self.storage.their_stranded(claims, their_volumes)
         undone = undo_binding_writes(self.cluster, claims, first_seen, their_volumes)
         key = pending.meta.key
         try:
@@ -288,19 +283,11 @@ class ShadowLoop:
         finally:
             undone.restore(self.cluster)
             self.order.forget(key)
-        comparison = compare(decision, their_node, self.cluster.nodes, weights)
-        ours = our_stranded(decision)
-        if theirs is not None and ours is not None:
-            comparison = dataclasses.replace(comparison, stranded=(theirs, ours))
-        their_off = volumes_off_node(self.cluster, pending, their_node)
-        our_off = volumes_off_node(self.cluster, pending, decision.node)
-        if their_off is not None and our_off is not None:
-            comparison = dataclasses.replace(comparison, off_node=(their_off, our_off))
-        self.ledger.placed(
-            self.cluster,
-            their_claim_volumes(self.cluster, claims, their_volumes),
-            our_volumes(decision),
-            decision.node,
+        comparison = self.storage.account(
+            compare(decision, their_node, self.cluster.nodes, weights),
+            pending,
+            decision,
+            (claims, their_volumes, theirs),
         )
         self.tally.record(comparison)
         self.metrics.shadow_comparisons.labels(
@@ -318,17 +305,6 @@ class ShadowLoop:
                 comparison.outcome,
                 f": {'; '.join(comparison.reasons)}" if comparison.reasons else "",
             )
-
-    def pending_for_volumes(self, pod: Pod) -> None:
-        """The pod stays pending because no PV fits its claims: would volsched's own
-        placements have left one for it?"""
-        claims = [
-            claim
-            for key in unbound_claims(self.cluster, pod.namespace, pod.claim_names())
-            if (claim := self.cluster.pvcs.get(key)) is not None
-        ]
-        served = self.ledger.would_serve(self.cluster, claims)
-        self.tally.storage.pending_for_volumes[pod.meta.key] = served
 
 
 class ShadowDaemon(Daemon):
@@ -359,11 +335,12 @@ class ShadowDaemon(Daemon):
         return health_checks(self.shadow, self.sync, self.store, self.metrics, self.ready)
 
     def http_routes(self) -> list[web.RouteDef]:
-        # The extender's verbs stay (a shadow never leads, so /bind refuses to bind).
-        return [*super().http_routes(), *shadow_routes(self.tally.report)]
-
-    def shadow_report(self) -> Callable[[], dict[str, Any]] | None:
-        return self.tally.report
+        # The extender's verbs stay (a shadow never leads, so /bind refuses to bind); the
+        # decisions page shows the comparison too.
+        decisions = decisions_routes(
+            self.cluster, self.profiles, self.attempts, shadow_report=self.tally.report
+        )
+        return [*extender_routes(self.extender), *decisions, *shadow_routes(self.tally.report)]
 
     async def start_deciding(self) -> None:
         # Assumed state restored from the database is some scheduler's unconfirmed

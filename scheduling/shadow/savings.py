@@ -12,6 +12,7 @@ nothing (the volume is made to size) and are left out.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,9 @@ from volsched.scheduling.framework.runner import Decision
 from volsched.scheduling.plugins.storage_locality import REPLICA_POINTS, pod_storage
 from volsched.scheduling.plugins.volume_binding import NAME as VOLUME_BINDING
 from volsched.scheduling.plugins.volume_binding import VolumeBindingState
+from volsched.scheduling.shadow.comparison import Comparison
+from volsched.scheduling.shadow.own_writes import unbound_claims
+from volsched.scheduling.shadow.pv_ledger import PvLedger
 from volsched.scheduling.volumes.matching import claim_request
 
 
@@ -127,3 +131,54 @@ class StorageSavings:
             "pendingForVolumes": len(self.pending_for_volumes),
             "pendingServedByVolsched": sum(self.pending_for_volumes.values()),
         }
+
+
+class StorageAccounting:
+    """What each judged pod adds to the storage totals, and the ledger of the PVs each
+    scheduler's placements took."""
+
+    def __init__(self, cluster: ClusterCache) -> None:
+        self.cluster = cluster
+        self.ledger = PvLedger()
+
+    def their_stranded(
+        self, claims: Iterable[str], written: Mapping[str, str] | None
+    ) -> int | None:
+        return their_stranded(self.cluster, claims, written)
+
+    def account(
+        self,
+        comparison: Comparison,
+        pod: Pod,
+        decision: Decision,
+        claims: tuple[Iterable[str], Mapping[str, str] | None, int | None],
+    ) -> Comparison:
+        """``comparison`` with the pod's stranded capacity and volumes off the node, as
+        both schedulers placed it; ``claims`` is the pod's claims unbound when it was
+        first seen, the PVs the other scheduler's PreBind wrote, and their stranded
+        capacity (read before their writes were taken out)."""
+        keys, written, theirs = claims
+        ours = our_stranded(decision)
+        if theirs is not None and ours is not None:
+            comparison = dataclasses.replace(comparison, stranded=(theirs, ours))
+        their_off = volumes_off_node(self.cluster, pod, comparison.their_node)
+        our_off = volumes_off_node(self.cluster, pod, decision.node)
+        if their_off is not None and our_off is not None:
+            comparison = dataclasses.replace(comparison, off_node=(their_off, our_off))
+        self.ledger.placed(
+            self.cluster,
+            their_claim_volumes(self.cluster, keys, written),
+            our_volumes(decision),
+            decision.node,
+        )
+        return comparison
+
+    def would_serve(self, pod: Pod) -> bool:
+        """Whether volsched's own placements would have left a PV for each of the
+        pending pod's unbound claims."""
+        claims = [
+            claim
+            for key in unbound_claims(self.cluster, pod.namespace, pod.claim_names())
+            if (claim := self.cluster.pvcs.get(key)) is not None
+        ]
+        return self.ledger.would_serve(self.cluster, claims)

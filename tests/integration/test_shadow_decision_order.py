@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import asyncio
 
+import aiohttp
+
 from tests.integration.conftest import Cluster, eventually
 from tests.support import node, pod, pv, pvc, storage_class
 from volsched.daemon.config.settings import ShadowSettings
@@ -127,3 +129,8 @@ async def test_each_binding_is_judged_on_the_cluster_it_was_decided_on(cluster: 
     )
     assert report["storage"]["theirStrandedBytes"] == 91 * GiB
     assert report["storage"]["ourStrandedBytes"] == 1 * GiB
+    # The decisions page shows the same difference, with its cause.
+    url = f"http://127.0.0.1:{daemon.http_port}/decisions"
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        page = await response.text()
+    assert 'data-pod="default/db"' in page and 'class="cause">storage-preference<' in page
