@@ -213,8 +213,8 @@ class ShadowLoop:
                     self.note_pending(pod)
             except Exception as exc:
                 log.error("shadow: noting pending pod %s failed: %s", key, exc)
-            if self.order.held:
-                self.release_held()
+        if kind in ("Pod", "PersistentVolumeClaim") and self.order.held:
+            self.release_held()
         if not self.comparing or kind not in ("PersistentVolume", "PersistentVolumeClaim"):
             return
         try:
@@ -256,11 +256,16 @@ class ShadowLoop:
 
     def release_held(self) -> None:
         """Judge the bindings whose turn in decision order has come."""
-        for held in self.order.releasable(self._placeable):
+        for held in self.order.releasable(self._placeable, self._claims_known):
             try:
                 self.judge(held.pod, held.node, held.volumes)
             except Exception as exc:
                 log.error("shadow comparison for %s failed: %s", held.pod.meta.key, exc)
+
+    def _claims_known(self, pod: Pod) -> bool:
+        """The pod's claims are in the cache: a PV's PreBind write naming a claim can
+        arrive before the claim's own first event."""
+        return all(f"{pod.namespace}/{name}" in self.cluster.pvcs for name in pod.claim_names())
 
     def _placeable(self, key: str) -> bool:
         verdict = self.tally.pending.get(key)

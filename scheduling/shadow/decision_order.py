@@ -77,10 +77,13 @@ class DecisionOrder:
     def hold(self, pod: Pod, node: str, volumes: dict[str, str] | None = None) -> None:
         self.held[pod.meta.key] = Held(pod, node, self.monotonic() + HOLD_SECONDS, volumes)
 
-    def releasable(self, placeable: Callable[[str], bool]) -> list[Held]:
+    def releasable(
+        self, placeable: Callable[[str], bool], complete: Callable[[Pod], bool]
+    ) -> list[Held]:
         """The held bindings to judge now, in queue order: those no pending pod is
-        ahead of (one volsched cannot place the other scheduler may never bind either),
-        and those that waited long enough."""
+        ahead of (one volsched cannot place the other scheduler may never bind either)
+        and whose objects the cache holds (``complete``), and those that waited long
+        enough."""
         now = self.monotonic()
         front = min(
             (
@@ -93,7 +96,8 @@ class DecisionOrder:
         ready = [
             held
             for key, held in self.held.items()
-            if held.until <= now or front is None or self._order(key) <= front
+            if held.until <= now
+            or ((front is None or self._order(key) <= front) and complete(held.pod))
         ]
         ready.sort(key=lambda held: self._order(held.pod.meta.key))
         for held in ready:

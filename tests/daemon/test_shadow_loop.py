@@ -416,3 +416,34 @@ def test_a_claim_whose_event_comes_after_its_pods_is_still_judged_unbound() -> N
     (comparison,) = list(loop.tally.differences)
     assert (comparison.our_node, comparison.their_node) == ("big", "tiny")
     assert comparison.stranded == (91 * 2**30, 1 * 2**30)
+
+
+def test_a_prebind_write_before_its_claim_is_seen_waits_for_the_claim() -> None:
+    """The PV's PreBind write names a claim whose own event has not arrived: the pod is
+    judged once the claim is in the cache, never as a pod whose claim is missing."""
+    tight = pv("tight", "10Gi", node_names=["big"])
+    roomy = pv("roomy", "100Gi", node_names=["tiny"])
+    data = pvc("data", request="9Gi")
+    db = pod("db", claims=["data"])
+    loop, ingest, _, _ = shadow_of(*NODES, storage_class("local"), tight, roomy)
+    loop.comparing = True
+    ingest.upsert("Pod", db, persist=False)
+    ref = {"namespace": "default", "name": "data", "uid": data["metadata"]["uid"]}
+    ingest.upsert(
+        "PersistentVolume",
+        _newer(roomy, spec={**roomy["spec"], "claimRef": ref}, status={"phase": "Bound"}),
+        persist=False,
+    )
+    assert loop.tally.compared == 0
+    ingest.upsert(
+        "PersistentVolumeClaim",
+        _newer(data, spec={**data["spec"], "volumeName": "roomy"}, status={"phase": "Bound"}),
+        persist=False,
+    )
+    (comparison,) = list(loop.tally.differences)
+    assert (comparison.outcome, comparison.our_node, comparison.their_node) == (
+        "lower_score",
+        "big",
+        "tiny",
+    )
+    assert comparison.stranded == (91 * 2**30, 1 * 2**30)
