@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volsched.cache.errors import ApiError, NotFound
+from volsched.cache.objects.names import name_problem
 from volsched.daemon.kube.client import KubeClient
-from volsched.daemon.kube.names import name_problem
 from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.routing import ObjectRef
 

@@ -35,6 +35,7 @@ from aiohttp import web
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.cache.objects.names import shown
 from volsched.daemon.config.loading import parse_duration
 from volsched.daemon.config.settings import WebhookSettings
 from volsched.daemon.http.admission_lookup import look_up
@@ -42,7 +43,6 @@ from volsched.daemon.http.reading import BodyError, read_json
 from volsched.daemon.http.server import bound_port, serve
 from volsched.daemon.http.tls_files import ReloadingTLS
 from volsched.daemon.kube.client import KubeClient
-from volsched.daemon.kube.names import shown
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
 from volsched.scheduling.routing import (

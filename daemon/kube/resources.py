@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from volsched.cache.objects.names import path_segment
 from volsched.cache.objects.registry import KINDS
-from volsched.daemon.kube.names import path_segment
 
 
 @dataclass(frozen=True, slots=True)

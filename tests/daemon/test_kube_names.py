@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from volsched.cache.errors import InvalidName, NotFound
+from volsched.cache.objects.names import name_problem, path_segment, shown
 from volsched.daemon.kube.client import KubeClient
-from volsched.daemon.kube.names import name_problem, path_segment, shown
 from volsched.daemon.kube.resources import resource
 from volsched.emulator import ApiServer, ControllerSettings, write_kubeconfig
 

@@ -13,7 +13,8 @@ so that no future rule can open the path again).
 The rules are upstream's ``ValidateObjectMeta`` name checks: a DNS-1123 subdomain
 (at most 253 characters) for most kinds — PersistentVolumes, claims, pods, nodes,
 StorageClasses, Leases, custom resources —, a DNS-1123 label for namespaces and a
-DNS-1035 label for Services (at most 63 each).
+DNS-1035 label for Services (at most 63 each). Pure, so the API client and the
+settings that name objects (a lease) share one reading.
 """
 
 from __future__ import annotations
