@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from volsched.daemon.cli.main import main
+from volsched.daemon.cli.main import build_parser, main
+from volsched.daemon.config.loading import load_settings
+from volsched.daemon.config.overrides import apply_overrides
 from volsched.emulator import write_kubeconfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -280,12 +282,21 @@ def test_flags_are_read_as_kube_scheduler_reads_them(
     assert not database.exists()
 
 
-@pytest.mark.parametrize("flag", ["--leader-elect", "--leader-elect=false", "--leader-elect=true"])
-def test_a_boolean_flag_alone_or_with_true_or_false_is_taken(flag: str) -> None:
-    from volsched.daemon.cli.main import build_parser
-
+@pytest.mark.parametrize(
+    ("flag", "enabled"),
+    [("--leader-elect", True), ("--leader-elect=true", True), ("--leader-elect=false", False)],
+)
+def test_a_boolean_flag_alone_or_with_true_or_false_is_taken(
+    tmp_path: Path, flag: str, enabled: bool
+) -> None:
+    """What ``volsched run`` does with the flag: leader election on or off."""
     args = build_parser().parse_args(["run", flag])
-    assert args.leader_elect == flag.partition("=")[2] or "true"
+    settings = apply_overrides(
+        load_settings(None, environ={}),
+        {"leader_elect": args.leader_elect, "database": str(tmp_path / "v.db")},
+        {},
+    )
+    assert settings.leader_election.enabled is enabled
 
 
 def test_a_quantity_in_other_digits_is_refused(
