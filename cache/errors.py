@@ -11,6 +11,7 @@
     └── ApiError         the API server said no (raised by the daemon's client boundary)
         ├── Conflict     409: the object changed since it was read
         ├── NotFound     404: the object (or its namespace) is gone
+        │   └── InvalidName  no object can have this name: refused before any request
         └── Gone         410: the watch resource version was compacted away
 
 Everything a user can cause ends in one of these with a one-line message; anything else
@@ -83,6 +84,14 @@ class Conflict(ApiError):
 
 class NotFound(ApiError):
     """404: the object or its namespace no longer exists."""
+
+
+class InvalidName(NotFound):
+    """A name no object of its kind can have (not a DNS-1123 subdomain, say): nothing is
+    sent, and the answer is the API server's for an object that does not exist, 404."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(404, message)
 
 
 class Gone(ApiError):

@@ -41,7 +41,8 @@ _DECIMAL = {
 }
 _PATTERN = re.compile(
     r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$"
+    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?$",
+    re.ASCII,  # upstream's digits are 0-9: "٣" (an Arabic-Indic three) is no quantity
 )
 
 

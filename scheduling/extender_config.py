@@ -25,10 +25,13 @@ from typing import Any
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import Pod
+from volsched.cache.objects.durations import BEYOND_RANGE, beyond_range
 from volsched.cache.objects.durations import go_duration_seconds as parse_go_duration
+from volsched.cache.objects.fields import shown
 from volsched.scheduling.policy import PolicySpec
 
 DEFAULT_HTTP_TIMEOUT_SECONDS = 5.0
+INT64_MAX = 2**63 - 1
 # What kube-scheduler's Filter plugin for resources is called in a Policy.
 FIT_PREDICATE_KIND = "PodFitsResources"
 
@@ -199,6 +202,8 @@ def go_duration_seconds(value: Any, at: _At) -> float:
     if isinstance(value, bool) or not isinstance(value, str) or not value:
         raise at.fail(f"must be a duration such as 5s, not {_go_value(value)}")
     seconds = parse_go_duration(value)
+    if seconds is None and beyond_range(value):
+        raise at.fail(f"{BEYOND_RANGE}, not {_go_value(value)}")
     if seconds is None:
         raise at.fail(f"must be a duration such as 5s, not {_go_value(value)}")
     return seconds
@@ -288,6 +293,11 @@ def _weight(body: Mapping[str, Any], at: _At) -> int:
         return 0
     if isinstance(value, bool) or not isinstance(value, int):
         raise at.at("weight").fail(f"must be an integer, not {_go_value(value)}")
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        # An int64 upstream (``Extender.Weight``): its decoder refuses the file.
+        raise at.at("weight").fail(
+            f"must be between {-INT64_MAX - 1} and {INT64_MAX} (an int64), not {shown(value)}"
+        )
     return value
 
 

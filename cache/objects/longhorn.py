@@ -95,14 +95,18 @@ def setting_value(value: str) -> str:
     return text
 
 
+def _is_int64_digits(text: str) -> bool:
+    """What Longhorn's strconv reading of an int setting takes: ASCII digits, an int64."""
+    digits = text.lstrip("0") or "0"
+    return text.isascii() and text.isdigit() and len(digits) <= 19 and int(digits) < 2**63
+
+
 def _check_setting(fields: Fields, name: str, value: str) -> None:
     kind = SETTING_TYPES.get(name)
     text = setting_value(value)
     if kind == "bool" and text not in ("true", "false"):
         raise fields.fail("value", f'must be "true" or "false", not {value!r}')
-    # ASCII digits of an int64, as Longhorn's Go reads them: Python's ``isdigit`` also
-    # takes "²" (which ``int`` then refuses) and "٣", and ``int`` refuses 5,000 digits.
-    if kind == "int" and not (text.isascii() and text.isdigit() and len(text) <= 18):
+    if kind == "int" and not _is_int64_digits(text):
         raise fields.fail("value", f"must be a non-negative integer, not {shown(value)}")
     if kind == "locality" and text not in DATA_LOCALITIES:
         raise fields.fail("value", f"{value!r} is not one of {', '.join(DATA_LOCALITIES)}")

@@ -16,6 +16,7 @@ from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.fields import parse_time
 from volsched.daemon.cli import live
+from volsched.daemon.cli.flag_values import ascii_integer
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.policy_file import load_policy_file
 from volsched.daemon.config.settings import Settings
@@ -122,7 +123,9 @@ def add_snapshot_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=BOOL,...",
         help="kube-scheduler feature gates (StorageCapacityScoring)",
     )
-    parser.add_argument("--seed", type=int, default=None, help="seed for breaking score ties")
+    parser.add_argument(
+        "--seed", type=ascii_integer, default=None, help="seed for breaking score ties"
+    )
     parser.add_argument("--now", metavar="RFC3339", help="the clock for time-based rules")
     parser.add_argument(
         "-o",

@@ -30,6 +30,7 @@ from typing import TypeVar
 from volsched.cache.errors import ConfigError, VolschedError
 from volsched.daemon.cli import live
 from volsched.daemon.cli.deciding import add_snapshot_options, decide_snapshot, output_format
+from volsched.daemon.cli.flag_values import OneLineParser, add_boolean_flag
 from volsched.daemon.cli.report import (
     explain_json,
     explain_table,
@@ -37,6 +38,7 @@ from volsched.daemon.cli.report import (
     simulation_table,
 )
 from volsched.daemon.cli.shadow_report import add_shadow_report_command
+from volsched.daemon.config.database_path import database_path_problem
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.overrides import address_problem, apply_overrides
 from volsched.daemon.config.shadow import with_shadow
@@ -196,6 +198,8 @@ def cmd_webhook(args: argparse.Namespace) -> int:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from volsched.cache.store import check_and_migrate, check_file
 
+    if args.database is not None and (problem := database_path_problem(args.database)):
+        raise ConfigError(f"--database: {problem}")
     path = args.database or load_settings(args.config).database.path
     if args.check:
         report = check_file(path)
@@ -222,7 +226,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="volsched",
         description="A storage-aware Kubernetes scheduler.",
     )
@@ -248,10 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--database", metavar="PATH", help="SQLite cache and journal (env VOLSCHED_DATABASE)"
     )
-    run.add_argument(
-        "--leader-elect",
-        metavar="true|false",
-        help="take part in leader election (env VOLSCHED_LEADER_ELECT)",
+    add_boolean_flag(
+        run, "--leader-elect", help="take part in leader election (env VOLSCHED_LEADER_ELECT)"
     )
     run.add_argument(
         "--shadow",

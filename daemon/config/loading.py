@@ -17,11 +17,11 @@ from typing import Any
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
-from volsched.cache.objects.durations import go_duration_seconds
+from volsched.cache.objects.durations import duration_problem, go_duration_seconds
 from volsched.cache.yaml_limits import YamlLimitError, load_all
+from volsched.daemon.config.database_path import database_path_problem, default_database_path
 from volsched.daemon.config.overrides import address_problem, is_loopback
 from volsched.daemon.config.settings import (
-    DEFAULT_DATABASE_PATH,
     DEFAULT_HTTP_ADDRESS,
     DEFAULT_WEBHOOK_ADDRESS,
     AuthSettings,
@@ -133,13 +133,11 @@ def settings_from_data(
         raise ConfigError(f"{source}: {min(map(str, unknown))}: unknown key")
     env = environ if environ is not None else {}
     read = _Reader(data, source)
-    state_directory = env.get("STATE_DIRECTORY")
-    default_db = (
-        str(Path(state_directory.split(":")[0]) / "volsched.db")
-        if state_directory
-        else DEFAULT_DATABASE_PATH
-    )
+    default_db = default_database_path(env)
     database = read.section("database", {"path"})
+    database_path = database.string("path", default_db) or default_db
+    if (problem := database_path_problem(database_path)) is not None:
+        raise database.fail("path", problem)
     limits = {"maxConnections", "idleTimeoutSeconds", "headerTimeoutSeconds"}
     http = read.section("http", {"address", "authentication", *limits})
     address = http.string("address", DEFAULT_HTTP_ADDRESS) or DEFAULT_HTTP_ADDRESS
@@ -213,14 +211,17 @@ def settings_from_data(
     enabled = election.data.get("enabled", True)
     if not isinstance(enabled, bool):
         raise election.fail("enabled", "must be true or false")
-    leader_election = LeaderElectionSettings(
-        enabled=enabled,
-        lease_name=election.string("leaseName", DEFAULT_SCHEDULER_NAME) or DEFAULT_SCHEDULER_NAME,
-        lease_namespace=election.string("leaseNamespace", "kube-system") or "kube-system",
-        lease_duration_seconds=election.number("leaseDurationSeconds", 15, 1, 3600),
-        renew_deadline_seconds=election.number("renewDeadlineSeconds", 10, 0.5, 3600),
-        retry_period_seconds=election.number("retryPeriodSeconds", 2, 0.1, 3600),
-    )
+    lease_duration = election.number("leaseDurationSeconds", 15, 1, 3600)
+    renew_deadline = election.number("renewDeadlineSeconds", 10, 0.5, 3600)
+    retry_period = election.number("retryPeriodSeconds", 2, 0.1, 3600)
+    lease_name = election.string("leaseName", DEFAULT_SCHEDULER_NAME) or DEFAULT_SCHEDULER_NAME
+    lease_namespace = election.string("leaseNamespace", "kube-system") or "kube-system"
+    try:
+        leader_election = LeaderElectionSettings(
+            enabled, lease_name, lease_namespace, lease_duration, renew_deadline, retry_period
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
     identity = election.string("identity", None)
     if identity:
         leader_election = replace(leader_election, identity=identity)
@@ -248,7 +249,7 @@ def settings_from_data(
         scheduler_name=read.string("schedulerName", DEFAULT_SCHEDULER_NAME)
         or DEFAULT_SCHEDULER_NAME,
         kubeconfig=read.string("kubeconfig", None) or env.get("KUBECONFIG") or None,
-        database=DatabaseSettings(database.string("path", default_db) or default_db),
+        database=DatabaseSettings(database_path),
         http=http_settings,
         policy_file=read.string("policyFile", None),
         bind_timeout_seconds=read.number("bindTimeoutSeconds", 600.0, 1, 86400),
@@ -275,7 +276,9 @@ def parse_duration(value: Any, where: str) -> float:
     if not isinstance(value, str) or not value:
         raise ConfigError(f"{where}: must be a duration such as 15s, not {value!r}")
     total = go_duration_seconds(value)
-    if total is None or total <= 0:
+    if total is None:
+        raise ConfigError(f"{where}: {duration_problem(value)}")
+    if total <= 0:
         raise ConfigError(f"{where}: must be a positive duration such as 15s, not {value!r}")
     return total
 

@@ -9,6 +9,10 @@ from dataclasses import replace
 from typing import Any
 
 from volsched.cache.errors import ConfigError
+from volsched.daemon.config.database_path import (
+    database_directory_problem,
+    database_path_problem,
+)
 from volsched.daemon.config.settings import (
     DatabaseSettings,
     Settings,
@@ -26,18 +30,18 @@ OVERRIDE_ENVIRONMENT = {
 
 
 def parse_boolean(value: str, where: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "1", "yes"):
-        return True
-    if lowered in ("false", "0", "no"):
-        return False
-    raise ConfigError(f"{where}: must be true or false, not {value!r}")
+    """``true`` or ``false``, exactly: "yes" or "1" may read as true to one tool and be
+    refused by the next, so neither the flag nor its variable takes them."""
+    if value in ("true", "false"):
+        return value == "true"
+    raise ConfigError(f"{where}: must be true or false, not {value[:40]!r}")
 
 
 def apply_overrides(
     settings: Settings, flags: Mapping[str, str | None], environ: Mapping[str, str]
 ) -> Settings:
-    """Flags (``--http-address`` ...) and their environment variables over the file."""
+    """Flags (``--http-address`` ...) and their environment variables over the file; the
+    database's directory checked, whichever gave the path."""
     values: dict[str, tuple[str, str]] = {}
     for key, variable in OVERRIDE_ENVIRONMENT.items():
         flag = flags.get(key)
@@ -59,9 +63,17 @@ def apply_overrides(
         changes["http"] = replace(settings.http, address=address)
     if "database" in values:
         path, where = values["database"]
-        if not path:
-            raise ConfigError(f"{where}: must be a file path")
+        problem = database_path_problem(path)
+        if problem is not None:
+            raise ConfigError(f"{where}: {problem}")
         changes["database"] = DatabaseSettings(path)
+    database, where = values.get("database") or (
+        settings.database.path,
+        f"{settings.source}: database.path",
+    )
+    problem = database_directory_problem(database)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
     if "leader_elect" in values:
         text, where = values["leader_elect"]
         changes["leader_election"] = replace(

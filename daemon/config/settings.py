@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.cache.objects.names import name_problem, shown
 from volsched.cache.objects.replicated import CSI_DRIVER
 from volsched.scheduling.extender_config import ExtenderSpec
 from volsched.scheduling.replicas.settings import ReplicaSchedulingSettings
@@ -51,6 +52,18 @@ class LeaderElectionSettings:
             raise ConfigError("leaderElection: identity must not be empty")
         if not self.lease_name or not self.lease_namespace:
             raise ConfigError("leaderElection: lease name and namespace must not be empty")
+        # The lease's name and namespace go into its API path: refuse one no Lease can have.
+        for what, kind, value in (
+            ("lease name (leaseName / resourceName)", "Lease", self.lease_name),
+            (
+                "lease namespace (leaseNamespace / resourceNamespace)",
+                "Namespace",
+                self.lease_namespace,
+            ),
+        ):
+            problem = name_problem(kind, value)
+            if problem is not None:
+                raise ConfigError(f"leaderElection: the {what} '{shown(value, 63)}' {problem}")
         if self.retry_period_seconds <= 0 or self.retry_jitter_factor < 0:
             raise ConfigError("leaderElection: retryPeriod must be > 0 and jitter >= 0")
         if self.lease_duration_seconds <= self.renew_deadline_seconds:

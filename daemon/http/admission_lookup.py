@@ -8,6 +8,10 @@ decision, and what a read brings goes into the cache, the watch's copy replacing
 when it arrives (the ingest keeps the newer revision). Reading a claim can lead to its
 PV or its StorageClass; each round reads what the last one made known.
 
+A name no object can have (a ``claimName`` of ``x?watch=true``, ``a/b``, ``..``) is
+never read: it cannot exist, so it cannot be found, and the lookup records it as such
+without a request (``names``).
+
 All of it runs within a deadline well inside the API server's timeout for the webhook:
 an answer that comes too late is no answer (``failurePolicy: Ignore`` then creates the
 pod unchanged), so the webhook rather decides with what it has, and says so.
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from volsched.cache.errors import ApiError, NotFound
+from volsched.cache.objects.names import name_problem
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.routing import ObjectRef
@@ -35,12 +40,23 @@ class Lookup:
 
     read: list[ObjectRef] = field(default_factory=list)
     absent: list[ObjectRef] = field(default_factory=list)
+    # Names no object can have, each with why: never asked for.
+    invalid: list[tuple[ObjectRef, str]] = field(default_factory=list)
     # Why the lookup stopped short (a timeout, an API error); empty when it finished.
     failure: str = ""
 
 
 async def _read(client: KubeClient, ref: ObjectRef) -> dict[str, Any]:
     return await client.get(ref.kind, ref.name, ref.namespace or None)
+
+
+def invalid_name(ref: ObjectRef) -> str | None:
+    """Why no object can be ``ref`` (its name, or its namespace), or None."""
+    if ref.namespace:
+        problem = name_problem("Namespace", ref.namespace)
+        if problem is not None:
+            return f"namespace {problem}"
+    return name_problem(ref.kind, ref.name)
 
 
 async def look_up(
@@ -60,6 +76,9 @@ async def look_up(
                 if not batch:
                     break
                 tried.update(batch)
+                problems = {ref: invalid_name(ref) for ref in batch}
+                lookup.invalid += [(ref, why) for ref, why in problems.items() if why]
+                batch = [ref for ref in batch if not problems[ref]]
                 answers = await asyncio.gather(
                     *(_read(client, ref) for ref in batch), return_exceptions=True
                 )
@@ -77,7 +96,8 @@ async def look_up(
                 if lookup.failure:
                     break
     except TimeoutError:
-        pending = [ref for ref in tried if ref not in lookup.read and ref not in lookup.absent]
+        done = {*lookup.read, *lookup.absent, *(ref for ref, _ in lookup.invalid)}
+        pending = [ref for ref in tried if ref not in done]
         what = ", ".join(sorted(str(ref) for ref in pending)) or "the API server"
         lookup.failure = f"reading {what} timed out after {deadline_seconds:g}s"
     return lookup

@@ -13,7 +13,10 @@ the Service sends the API server nowhere (it then ignores the webhook, as config
 A claim the caches do not know yet — created just before its pod, its watch event not
 here yet — is read from the API server before deciding, within a deadline well inside
 the API server's own timeout for the call (``admission_lookup``); a pod left to its
-scheduler because that read failed or ran out of time is logged with its name. TLS
+scheduler because that read failed or ran out of time is logged with its name. A claim
+name no claim can have is never read: the pod is left unchanged, with a warning that
+says why. Names from a request reach a log line or a warning cut to a bounded length
+(``names.shown``): the pod is not validated yet when a mutating webhook sees it. TLS
 comes from files and is reloaded when they change.
 """
 
@@ -32,6 +35,7 @@ from aiohttp import web
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
+from volsched.cache.objects.names import shown
 from volsched.daemon.config.loading import parse_duration
 from volsched.daemon.config.settings import WebhookSettings
 from volsched.daemon.http.admission_lookup import look_up
@@ -60,6 +64,9 @@ MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit for a pod
 # request's ``timeout`` parameter; the read never takes more than half of that, so the
 # answer still arrives in time.
 LOOKUP_TIMEOUT_SECONDS = WebhookSettings().lookup_timeout_seconds
+# How much of a name a warning shows: the API server may cut a warning past 256
+# characters, and ``kubectl`` prints it on one line.
+WARNED_NAME_CHARACTERS = 63
 # How long a client may take to send its body.
 BODY_TIMEOUT_SECONDS = 10.0
 
@@ -93,9 +100,11 @@ class Admission:
 
     @property
     def pod_name(self) -> str:
-        """namespace/name; a pod created with ``generateName`` has only that prefix yet."""
+        """namespace/name, for a log line; a pod created with ``generateName`` has only
+        that prefix yet. Cut to a bounded length: nothing has validated it yet."""
         metadata = self.pod.get("metadata") or {}
-        return f"{self.namespace}/{metadata.get('name') or metadata.get('generateName', '')}"
+        name = metadata.get("name") or metadata.get("generateName", "")
+        return shown(f"{self.namespace}/{name}")
 
 
 def read_review(body: Any) -> Admission | Review:
@@ -133,9 +142,11 @@ def read_review(body: Any) -> Admission | Review:
     return Admission(uid, pod, str(namespace))
 
 
-def answer(admission: Admission, decision: Routing, rules: RoutingRules) -> Review:
+def answer(
+    admission: Admission, decision: Routing, rules: RoutingRules, warning: str | None = None
+) -> Review:
     if not decision.route:
-        return Review(admission.uid)
+        return Review(admission.uid, warning=warning)
     spec = admission.pod.get("spec") or {}
     operation = "replace" if "schedulerName" in spec else "add"
     patch = [{"op": operation, "path": "/spec/schedulerName", "value": rules.scheduler_name}]
@@ -167,7 +178,7 @@ async def _mutate(request: web.Request) -> web.Response:
         reviewed = await webhook.review(body, deadline)
     except Exception as exc:
         # Fail open with an answer the API server takes, never a 500 and a traceback.
-        log.error("admission review failed: %s: %s", type(exc).__name__, exc)
+        log.error("admission review failed: %s: %s", type(exc).__name__, shown(str(exc)))
         request_uid = body.get("request", {}).get("uid") if isinstance(body, dict) else None
         reviewed = Review(
             request_uid if isinstance(request_uid, str) else "",
@@ -225,12 +236,17 @@ class RoutingWebhook:
             return admission
         pod, namespace = admission.pod, admission.namespace
         decision = decide_routing(pod, namespace, self.cluster, self.rules)
+        warning = None
         if not decision.route and unknown_objects(pod, namespace, self.cluster, self.rules):
-            decision = await self._decide_after_lookup(admission, lookup_deadline_seconds)
+            decision, warning = await self._decide_after_lookup(admission, lookup_deadline_seconds)
         self.routed += decision.route
-        return answer(admission, decision, self.rules)
+        return answer(admission, decision, self.rules, warning)
 
-    async def _decide_after_lookup(self, admission: Admission, deadline_seconds: float) -> Routing:
+    async def _decide_after_lookup(
+        self, admission: Admission, deadline_seconds: float
+    ) -> tuple[Routing, str | None]:
+        """The decision once what the caches lack was read, and a warning for the client
+        when the pod names an object no object can be (it would wait for it forever)."""
         pod, namespace = admission.pod, admission.namespace
         self.looked_up += 1
         lookup = await look_up(
@@ -249,7 +265,20 @@ class RoutingWebhook:
         if lookup.failure:
             self.lookups_failed += 1
         if decision.route:
-            return decision
+            return decision, None
+        warning = None
+        if lookup.invalid:
+            ref, problem = lookup.invalid[0]
+            warning = (
+                f"volsched routing: no {ref.kind} can be named "
+                f"'{shown(ref.name, WARNED_NAME_CHARACTERS)}' ({problem}); pod left unchanged"
+            )
+            log.info(
+                "pod %s not routed to %s: %s",
+                admission.pod_name,
+                self.rules.scheduler_name,
+                "; ".join(f"{ref.kind} '{shown(ref.name)}' {why}" for ref, why in lookup.invalid),
+            )
         if lookup.failure:
             # Only a default-scheduler pod's volumes decide (another scheduler's is left
             # alone before any read).
@@ -267,7 +296,7 @@ class RoutingWebhook:
                 self.rules.scheduler_name,
                 ", ".join(str(ref) for ref in lookup.absent),
             )
-        return decision
+        return decision, warning
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY_BYTES)

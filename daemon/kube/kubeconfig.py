@@ -3,8 +3,9 @@ names checked after.
 
 kubernetes-asyncio's loader fails on odd files with an AssertionError, a TypeError or an
 AttributeError, accepts a server of any scheme (a ``gopher://`` one is then retried
-forever by every watch) and leaves garbage certificate data to fail when the first
-connection is made. Each of those is one ``ConfigError`` here, naming the file and the
+forever by every watch) and a ``proxy-url`` of any scheme (aiohttp then fails the first
+request with an AssertionError), and leaves garbage certificate data to fail when the
+first connection is made. Each of those is one ``ConfigError`` here, naming the file and the
 field, before anything is opened.
 """
 
@@ -96,6 +97,10 @@ def check_config(data: Mapping[str, Any], where: str, context: str | None) -> No
     problem = server_problem(server)
     if problem is not None:
         raise fail(f"{at}.server: {problem}")
+    if cluster.get("proxy-url") not in (None, ""):
+        problem = proxy_problem(cluster.get("proxy-url"))
+        if problem is not None:
+            raise fail(f"{at}.proxy-url: {problem}")
     authority = cluster.get("certificate-authority-data")
     if authority is not None:
         problem = _certificate_problem(authority)
@@ -129,12 +134,41 @@ def server_problem(server: str) -> str | None:
         return f"{shown!r} is not an http or https URL"
     if not parts.hostname:
         return f"{shown!r} names no host"
-    port_text = parts.netloc.rpartition("]")[2].rpartition(":")
-    if port_text[1]:
-        port = port_text[2]
-        if not (port.isascii() and port.isdigit()) or not 1 <= int(port) <= 65535:
-            return f"{shown!r}: the port must be a number between 1 and 65535"
+    return _port_problem(parts.netloc, shown)
+
+
+def _port_problem(netloc: str, shown: str) -> str | None:
+    """A port, if the URL gives one, of ASCII digits between 1 and 65535 (its length
+    checked before ``int``, which refuses 4,301 digits with a ValueError)."""
+    _, colon, port = netloc.rpartition("]")[2].rpartition(":")
+    if colon and not (
+        port.isascii() and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535
+    ):
+        return f"{shown!r}: the port must be a number between 1 and 65535"
     return None
+
+
+# client-go's proxy schemes; aiohttp, which carries volsched's requests, speaks to the
+# first two only.
+PROXY_SCHEMES = ("http", "https", "socks5")
+
+
+def proxy_problem(proxy: object) -> str | None:
+    """Why volsched cannot send its requests through the ``proxy-url`` ``proxy``."""
+    if not isinstance(proxy, str):
+        return f"must be a URL, not {type(proxy).__name__}"
+    shown = proxy if len(proxy) <= 80 else proxy[:80] + "…"
+    try:
+        parts = urlsplit(proxy)
+    except ValueError as exc:
+        return f"{shown!r} is not a URL ({exc})"
+    if parts.scheme not in PROXY_SCHEMES:
+        return f"{shown!r} is not an http, https or socks5 URL"
+    if parts.scheme == "socks5":
+        return f"{shown!r}: volsched's HTTP client (aiohttp) has no socks5 support; use an http or https proxy"
+    if not parts.hostname:
+        return f"{shown!r} names no host"
+    return _port_problem(parts.netloc, shown)
 
 
 def _certificate_problem(value: object) -> str | None:

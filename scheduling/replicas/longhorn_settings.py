@@ -60,7 +60,9 @@ def settings_with_longhorn(
 
 def default_replica_count(values: Mapping[str, str]) -> int:
     text = setting_value(values.get(SETTING_DEFAULT_REPLICA_COUNT, ""))
-    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_REPLICA_COUNT
+    if not (text.isascii() and text.isdigit() and len(text) <= 19):
+        return DEFAULT_REPLICA_COUNT
+    return int(text) if int(text) > 0 else DEFAULT_REPLICA_COUNT
 
 
 def default_data_locality(values: Mapping[str, str]) -> str:

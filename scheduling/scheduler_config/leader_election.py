@@ -10,7 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from volsched.cache.objects.durations import go_duration_seconds
+from volsched.cache.objects.durations import (
+    MAX_NANOSECONDS,
+    duration_problem,
+    go_duration_seconds,
+)
 from volsched.cache.objects.fields import shown
 from volsched.scheduling.scheduler_config.fields import Where, boolean, mapping
 
@@ -54,10 +58,12 @@ def parse_go_duration(value: Any, where: Where) -> float:
         # A bare number is nanoseconds, as metav1.Duration decodes it from JSON.
         if value < 0:
             raise where.fail(f"must not be negative, not {value}")
+        if value > MAX_NANOSECONDS:
+            raise where.fail(f"must be at most {MAX_NANOSECONDS} nanoseconds (Go's time.Duration)")
         return float(value) * 1e-9
     seconds = go_duration_seconds(value) if value else 0.0
     if seconds is None:
-        raise where.fail(f"must be a duration such as 15s, not {value!r}")
+        raise where.fail(duration_problem(value))
     return seconds
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import CPU, MEMORY
-from volsched.cache.objects.durations import go_duration_seconds
+from volsched.cache.objects.durations import duration_problem, go_duration_seconds
 from volsched.cache.objects.fields import Fields
 from volsched.cache.objects.selectors import parse_node_affinity
 from volsched.scheduling.plugins.node_affinity import AddedAffinity
@@ -229,6 +229,8 @@ def _dynamic_resources(entry: Mapping[str, Any], at: Where) -> dict[str, Any]:
         if value is None:
             continue
         seconds = go_duration_seconds(value) if isinstance(value, str) else None
+        if seconds is None and isinstance(value, str):
+            raise at.at(key).fail(duration_problem(value, "10s"))
         if seconds is None:
             raise at.at(key).fail(f"must be a duration such as 10s, not {quoted(str(value))}")
         if seconds < least:

@@ -521,3 +521,105 @@ def test_the_command_needs_a_certificate(tmp_path: Path) -> None:
         "volsched: webhook: the API server calls webhooks over HTTPS only; give "
         "webhook.certFile and webhook.keyFile (or --cert-file and --key-file)"
     ]
+
+
+# -- names from the request ------------------------------------------------------------
+# A mutating webhook sees the pod before the API server validates it (and the API
+# server then checks only that a claimName is not empty): a claim name goes into no
+# API path unless it can name a claim.
+
+
+@pytest.mark.parametrize(
+    ("claim_name", "namespace", "problem"),
+    [
+        ("x?watch=true&timeoutSeconds=5", "shop", "must be a lowercase RFC 1123 subdomain"),
+        ("?limit=1&labelSelector=app%3Dweb", "shop", "must be a lowercase RFC 1123 subdomain"),
+        ("a/b/c", "shop", "must be a lowercase RFC 1123 subdomain"),
+        ("..", "shop", "must be a lowercase RFC 1123 subdomain"),
+        (".", "shop", "must be a lowercase RFC 1123 subdomain"),
+        ("../../../nodes", "shop", "must be a lowercase RFC 1123 subdomain"),
+        ("Data", "shop", "must be a lowercase RFC 1123 subdomain"),
+        ("a" * 254, "shop", "must be no more than 253 characters"),
+        ("data", "a/b", "namespace must be a lowercase RFC 1123 label"),
+        ("data", "kube-system/../shop", "namespace must be a lowercase RFC 1123 label"),
+    ],
+    ids=["watch", "list", "slashes", "dot-dot", "dot", "climb", "upper", "long", "ns", "ns-climb"],
+)
+async def test_a_claim_name_no_claim_can_have_is_never_read(
+    webhook: tuple[Webhook, RoutingWebhook],
+    cluster: Cluster,
+    caplog: pytest.LogCaptureFixture,
+    claim_name: str,
+    namespace: str,
+    problem: str,
+) -> None:
+    """It cannot exist, so it cannot be found: the pod is left unchanged with a warning
+    saying why, and the API server is asked nothing (the webhook's watches are
+    cluster-wide; any request under a namespace would be the lookup)."""
+    client, server = webhook
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    body = admission(pod([{"name": "d", "persistentVolumeClaim": {"claimName": claim_name}}]))
+    body["request"]["namespace"] = namespace
+    status, answer = await client.post(body)
+    assert status == 200
+    response = answer["response"]
+    assert response["allowed"] is True and "patch" not in response
+    (warning,) = response["warnings"]
+    assert warning.startswith("volsched routing: no PersistentVolumeClaim can be named '")
+    assert warning.endswith(f"({problem}); pod left unchanged")
+    assert len(warning) <= 256
+    assert cluster.server.faults.requests(path_regex="/namespaces/") == []
+    assert server.lookups_failed == 0
+    [line] = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert line.startswith(f"pod {namespace}/") and problem in line
+
+
+async def test_a_valid_claim_beside_an_invalid_one_is_still_read_and_routes(
+    webhook: tuple[Webhook, RoutingWebhook], cluster: Cluster
+) -> None:
+    client, _ = webhook
+    cluster.server.faults.stall_watches(60)
+    cluster.server.load([claim("fresh", "local-nvme")])
+    volumes = [claim_volume("fresh"), {"name": "x", "persistentVolumeClaim": {"claimName": "a/b"}}]
+    _, answer = await client.post(admission(pod(volumes, name="web-0")))
+    assert patched_scheduler(answer) == "volsched"
+    assert [r.path for r in cluster.server.faults.requests(path_regex="/namespaces/")] == [
+        f"{CLAIMS}/fresh"
+    ]
+
+
+HUGE = "b" * 200_000
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"object.metadata.name": HUGE},
+        {"object.metadata.name": "web-0\nFORGED volsched: all pods routed"},
+        {"object.spec.volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": HUGE}}]},
+        {"namespace": HUGE},
+    ],
+    ids=["pod name", "newline in name", "claim name", "namespace"],
+)
+async def test_log_lines_show_at_most_a_bounded_part_of_a_name(
+    webhook: tuple[Webhook, RoutingWebhook],
+    caplog: pytest.LogCaptureFixture,
+    changes: Raw,
+) -> None:
+    client, _ = webhook
+    caplog.set_level(logging.DEBUG, logger=LOGGER)
+    body = admission(pod([claim_volume("never-made")], name="web-0"))
+    for key, value in changes.items():
+        *parents, last = key.split(".")
+        target = body["request"]
+        for part in parents:
+            target = target[part]
+        target[last] = value
+    status, answer = await client.post(body)
+    assert status == 200 and answer["response"]["allowed"] is True
+    lines = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert lines
+    for line in lines:
+        assert len(line) < 1000 and "\n" not in line, line[:300]
+    for warning in answer["response"].get("warnings", []):
+        assert len(warning) <= 256
