@@ -40,13 +40,8 @@ class Scored:
         return [info.name for info in self.feasible]
 
     def best(self, rng: random.Random) -> str:
-        """``best`` of these totals, naming only the nodes it needs."""
-        totals = self.totals
-        top = max(totals)
-        if totals.count(top) == 1:
-            return self.feasible[totals.index(top)].name
-        ties = [index for index, total in enumerate(totals) if total == top]
-        return self.feasible[rng.choice(ties)].name
+        """``best`` of these totals, naming only the node it picks."""
+        return self.feasible[best_index(self.totals, rng)].name
 
 
 # The columns of the node list ``feasible`` is a window of, that list, and where the
@@ -127,12 +122,18 @@ def score(
 
 
 def best(names: list[str], totals: list[int], rng: random.Random) -> str:
-    """The node of the highest total; among equals, one at random (upstream's
-    selectHost samples its ties the same way: each equally likely)."""
+    """The node of the highest total (``best_index``)."""
+    return names[best_index(totals, rng)]
+
+
+def best_index(totals: list[int], rng: random.Random) -> int:
+    """Where the highest total is; among equals, one at random (upstream's selectHost
+    samples its ties the same way: each equally likely). A single highest total draws
+    nothing from ``rng``, so a decision without ties leaves the sequence untouched."""
     top = max(totals)
     if totals.count(top) == 1:
-        return names[totals.index(top)]
-    return rng.choice([name for name, total in zip(names, totals, strict=True) if total == top])
+        return totals.index(top)
+    return rng.choice([index for index, total in enumerate(totals) if total == top])
 
 
 def _normalizes(step: ScoreStep) -> bool:
