@@ -26,6 +26,7 @@ from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
 from volsched.daemon.extenders.wire import BadRequest, Victims, field, preemption_candidates
 from volsched.daemon.http.reading import BodyError, read_json
+from volsched.scheduling.extender_results import MAX_EXTENDER_PRIORITY
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.pod_changes import remove_pod
@@ -36,7 +37,6 @@ from volsched.scheduling.preemption.post_filter import active_filters, node_fits
 
 log = logging.getLogger("volsched.extender")
 
-MAX_EXTENDER_PRIORITY = 10
 # Rejections by these plugins are about where the data is: preemption cannot fix them.
 VOLUME_PLUGINS = frozenset(
     {"VolumeBinding", "VolumeZone", "NodeVolumeLimits", "StorageNodeReady", "VolumeLocality"}
