@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from volsched.cache.errors import ApiError, Gone, NotFound
+from volsched.cache.objects.meta import is_older_version
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.watch.ingest import Ingest, StoreSink
 
@@ -112,10 +113,6 @@ class WatchState:
     catch_up_to: int = 0
     # Watches that ended before the resumed kind reached ``catch_up_to``.
     catch_up_watches: int = 0
-
-
-def _older(version: str, than: str) -> bool:
-    return version.isdigit() and than.isdigit() and int(version) < int(than)
 
 
 class KindWatcher:
@@ -225,7 +222,7 @@ class KindWatcher:
             obj = event.get("object") or {}
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if kind_of_event == "BOOKMARK":
-                if _older(version, state.resource_version):
+                if is_older_version(version, state.resource_version):
                     # kube-apiserver never goes back; a proxy or a stale server might.
                     continue
                 state.resource_version = version or state.resource_version
