@@ -21,7 +21,7 @@ from volsched.scheduling.framework.runner import Decision, Scheduler, fit_error_
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.choosing import candidates_wanted, pick_one_node
 from volsched.scheduling.preemption.nominated import NominatedPods, judge_with_nominated
-from volsched.scheduling.preemption.victims import PodChanges, Victims, select_victims_on_node
+from volsched.scheduling.preemption.victims import Candidate, PodChanges, select_victims_on_node
 
 PREFIX = "preemption: "
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -48,7 +48,7 @@ class Preemption:
     node: str | None = None
     victims: tuple[Pod, ...] = ()
     message: str | None = None
-    candidates: dict[str, Victims] = field(default_factory=dict)
+    candidates: dict[str, Candidate] = field(default_factory=dict)
     rejected: dict[str, list[str]] = field(default_factory=dict)
     clear_nomination: bool = False
     lower_nominated: tuple[Pod, ...] = ()
