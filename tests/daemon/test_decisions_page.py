@@ -24,7 +24,7 @@ from volsched.daemon.http.decisions_page import decisions_routes
 from volsched.daemon.http.decisions_view import PageLimits
 from volsched.daemon.http.server import HealthChecks, health_app
 from volsched.daemon.runtime.profiles import build_profiles
-from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.profile_builder import PluginFactory
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.storage_placement import ReplicaContext
 
@@ -48,7 +48,7 @@ async def serve_page(cluster: ClusterCache, limits: PageLimits | None = None) ->
     settings = Settings()
     replicas = ReplicaContext(cluster, settings.replica_scheduling, time.time)
     profiles = build_profiles(
-        settings, cluster, PluginSet(cluster, storage_provisioners(replicas)), seed=1
+        settings, cluster, PluginFactory(cluster, storage_provisioners(replicas)), seed=1
     )
     attempts = LastAttempts()
     checks = HealthChecks([], [], lambda: b"")

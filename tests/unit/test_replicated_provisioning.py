@@ -31,7 +31,7 @@ from volsched.cache.objects.core import parse_pod
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.plugins.volume_binding import rejection_details
 from volsched.scheduling.policy import default_policy
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.replicas import ReplicaSchedulingSettings
 from volsched.scheduling.storage_placement import ReplicaContext, ReplicatedProvisioner
@@ -585,7 +585,7 @@ def test_the_provisioner_forgets_a_plan_once_its_pod_is_bound_or_rolled_back(
     provisioners = storage_provisioners(context)
     provisioner = provisioners["replicated.volsched.io"]
     assert isinstance(provisioner, ReplicatedProvisioner)
-    profile = build_profile(default_policy(with_storage=True), PluginSet(cache, provisioners))
+    profile = build_profile(default_policy(with_storage=True), PluginFactory(cache, provisioners))
     scheduler = Scheduler(cache, profile, random.Random(0))
     decision = scheduler.schedule(parse_pod(objects[-1]))
     assert decision.node == "n1"
