@@ -15,7 +15,7 @@ from volsched.scheduling.framework.events import (
     ADD,
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
-    NODE_ADD,
+    NODE,
     PERSISTENT_VOLUME,
     SERVICE,
     STORAGE_CLASS,
@@ -26,6 +26,7 @@ from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
 PV_ADDED = ClusterEvent(PERSISTENT_VOLUME, ADD)
+NODE_ADD = ClusterEvent(NODE, ADD)
 
 
 class Clock:

@@ -15,7 +15,6 @@ from volsched.scheduling.framework.events import (
     ASSIGNED_POD_DELETE,
     EVERYTHING,
     NODE,
-    NODE_ADD,
     PERSISTENT_VOLUME,
     POD,
     UPDATE,
@@ -32,6 +31,8 @@ from volsched.scheduling.framework.profile import Predicate, Profile
 from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
+
+NODE_ADD = ClusterEvent(NODE, ADD)
 
 
 def a_pod(name: str = "p", **kwargs: Any) -> Pod:

@@ -4,8 +4,6 @@ their room there when other pods are filtered."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from tests.support import cluster, meta, node, parse, pod
@@ -77,7 +75,8 @@ def test_nominated_pods_count_on_their_node(nominated_priority: int, fits: bool)
         pod("new", cpu="1", priority=100),
     )
     scheduler = scheduler_for(cache)
-    nominated = NominatedPods.from_pods([_nominated(cache.pending["default/waiting"], "n1")])
+    nominated = NominatedPods()
+    nominated.nominate(cache.pending["default/waiting"], "n1")
     new = cache.pending["default/new"]
     decision = scheduler.find_node(new)
     checks = active_filters(scheduler.profile, decision.state)
@@ -100,7 +99,8 @@ def test_a_nominated_pod_no_longer_pending_holds_no_room_in_the_dry_run() -> Non
         pod("new", cpu="1", priority=100),
     )
     scheduler = scheduler_for(cache)
-    nominated = NominatedPods.from_pods([_nominated(cache.pending["default/waiting"], "n1")])
+    nominated = NominatedPods()
+    nominated.nominate(cache.pending["default/waiting"], "n1")
     cache.delete("Pod", "default/waiting")
     new = cache.pending["default/new"]
     decision = scheduler.find_node(new)
@@ -111,10 +111,6 @@ def test_a_nominated_pod_no_longer_pending_holds_no_room_in_the_dry_run() -> Non
         )
         is None
     )
-
-
-def _nominated(pod_view: Pod, node_name: str) -> Pod:
-    return dataclasses.replace(pod_view, nominated_node_name=node_name)
 
 
 def test_the_nominator_forgets_and_moves_pods() -> None:
