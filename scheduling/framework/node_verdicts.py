@@ -14,13 +14,12 @@ rejects, with its status. A plugin's error is never kept (the next cycle asks ag
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
 
-from volsched.cache.node_info import UNKNOWN, NodeInfo
+from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.profile import Predicate, Profile, ScoreStep
-from volsched.scheduling.framework.status import Code, Status
+from volsched.scheduling.framework.status import Status
 
 FilterCall = Callable[[CycleState, Pod, NodeInfo], "Status | None"]
 Check = tuple[FilterCall, Predicate]
@@ -67,20 +66,6 @@ def first_rejection(
         if status is not None:
             return predicate, status
     return None
-
-
-def remembered_rejection(
-    key: Hashable, checks: Sequence[Check], state: CycleState, pod: Pod, node: NodeInfo
-) -> Rejection:
-    """``first_rejection``, from the node's memo when a pod of this shape was judged
-    there since the node last changed."""
-    known: Any = node.memo.get(key, UNKNOWN)
-    if known is not UNKNOWN:
-        return known  # type: ignore[no-any-return]
-    rejection = first_rejection(checks, state, pod, node)
-    if rejection is None or rejection[1].code is not Code.ERROR:
-        node.remember(key, rejection)
-    return rejection
 
 
 def score_key(steps: Sequence[ScoreStep], state: CycleState, pod: Pod) -> Hashable | None:
