@@ -1,14 +1,8 @@
-"""What the filters and scores of one pod shape said of a node, kept on the node.
+"""A pod shape's keys, the filters' first rejection, and the score rows kept per node.
 
-Most of a cycle's work repeats the last one: a ReplicaSet's pods ask the same of every
-node, and between two cycles only the node that took the last pod changed. When every
-filter a pod meets is node-local (``NodeLocalFilter``), their combined verdict on a node
-is remembered under the pod's keys in ``NodeInfo.memo``, which any change to the node
-empties; the next pod of that shape is judged there with one lookup instead of a call
-per plugin. Scores before normalization are kept the same way, as one row per node.
-
-The verdict is the one the plugins would give, in the same order: the first filter that
-rejects, with its status. A plugin's error is never kept (the next cycle asks again).
+When every filter a pod meets is node-local, the pod's keys name its shape, and what
+the plugins said of a node is kept under them until the node changes
+(docs/concepts/kept-verdicts.md says why and what never is).
 """
 
 from __future__ import annotations

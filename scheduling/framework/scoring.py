@@ -1,13 +1,9 @@
-"""The Score phase of one cycle: every priority's scores of the feasible nodes, weighted
-and summed, and the best node.
+"""The Score phase of one cycle (upstream's RunScorePlugins and selectHost): every
+priority's scores of the feasible nodes, weighted and summed, and the best node.
 
-A cycle scores hundreds of nodes (kube-scheduler's adaptive share of a large cluster)
-and most of the daemon's time per pod goes here, so the work is laid out for the common
-case. The node-local priorities (``NodeLocalScore``) keep one row per node in its memo
-under the pod's shape (``node_verdicts.score_rows``); the weighted sum of those that are
-not normalized is kept in the row itself, so a repeat of the shape starts its totals
-from one column. Each priority's own scores are worked out only when someone reads them
-(``Scored.by_priority``: the explain page, the decisions page), not for every pod.
+Laid out for the common case, a repeat of a pod shape: the node-local priorities' rows
+are kept (``node_verdicts.score_rows``), and each priority's own part of the totals is
+worked out only when someone reads it (docs/concepts/kept-verdicts.md).
 """
 
 from __future__ import annotations
