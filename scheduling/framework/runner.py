@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 
 from volsched.cache.cluster import ClusterCache
+from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.decision import REASON_UNREADABLE, Decision, fit_error_message
@@ -145,15 +146,9 @@ class Scheduler:
 
         started = self.clock_ns()
         every = only is not None
-        count = len(nodes)
-        walk = Walk(
-            nodes,
-            start=0 if every or not count else self.next_start_node_index % count,
-            wanted=count
-            if every
-            else num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count),
+        processed = find_nodes_that_pass_filters(
+            self.framework, self.kept, decision, self._walk(nodes, every)
         )
-        processed = find_nodes_that_pass_filters(self.framework, self.kept, decision, walk)
         if processed and not every:
             self._advance_start(processed)
         decision.phases.append(("Filter", started, self.clock_ns()))
@@ -241,6 +236,15 @@ class Scheduler:
         decision.rejected_by.update(dict.fromkeys(excluded, policy_name))
         decision.rejected_plugin.update(dict.fromkeys(excluded, plugin))
         decision.unresolvable_nodes.update(excluded)
+
+    def _walk(self, nodes: list[NodeInfo], every: bool) -> Walk:
+        """Every node from the first (the extender's "which of these?"), or from where
+        the last walk stopped until enough fit (upstream's adaptive share)."""
+        count = len(nodes)
+        if every or not count:
+            return Walk(nodes, start=0, wanted=count)
+        wanted = num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, count)
+        return Walk(nodes, start=self.next_start_node_index % count, wanted=wanted)
 
     def _advance_start(self, processed: int) -> None:
         """Upstream's nextStartNodeIndex: moved on by the nodes this walk looked at,
