@@ -24,7 +24,7 @@ from bench.scenario import Scenario, generate
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.registry import KINDS
 from volsched.scheduling.framework.runner import Scheduler
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 from volsched.scheduling.simulation import pending_pods
 
@@ -46,7 +46,7 @@ def measure(scenario: Scenario) -> dict[str, Any]:
     started = time.perf_counter()
     cluster = load(scenario)
     load_seconds = time.perf_counter() - started
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cluster))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cluster))
     scheduler = Scheduler(cluster, profile, random.Random(scenario.seed))
     pods = pending_pods(cluster, None)
     samples: list[float] = []

@@ -57,7 +57,7 @@ def child(scenario: Scenario) -> dict[str, Any]:
     """Runs in the fresh process: load, decide, report."""
     from bench.engine_decisions import load
     from volsched.scheduling.framework.runner import Scheduler
-    from volsched.scheduling.profile_builder import PluginSet, build_profile
+    from volsched.scheduling.profile_builder import PluginFactory, build_profile
     from volsched.scheduling.scheduler_config import default_profile
     from volsched.scheduling.simulation import pending_pods
 
@@ -67,7 +67,7 @@ def child(scenario: Scenario) -> dict[str, Any]:
     load_seconds = time.perf_counter() - started
     gc.collect()
     after_load = _rss_mb()
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cluster))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cluster))
     scheduler = Scheduler(cluster, profile, random.Random(scenario.seed))
     placed = 0
     for pod in pending_pods(cluster, None):

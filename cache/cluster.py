@@ -21,6 +21,7 @@ from volsched.cache.assumed import AssumeCache
 from volsched.cache.node_changes import NodeChanges
 from volsched.cache.node_info import NodeInfo, zone_key
 from volsched.cache.objects.core import Node, Pod
+from volsched.cache.objects.meta import is_older_version
 from volsched.cache.objects.policy import PodDisruptionBudget
 from volsched.cache.objects.storage import (
     CSIDriver,
@@ -112,7 +113,10 @@ class ClusterCache:
             return self.pvs.informer_upsert(obj.meta.name, obj) and self._changed()
         if kind == "PersistentVolumeClaim":
             return self.pvcs.informer_upsert(obj.meta.key, obj) and self._changed()
-        if _older(obj, self.get(kind, obj.meta.key)):
+        held = self.get(kind, obj.meta.key)
+        if held is not None and is_older_version(
+            obj.meta.resource_version, held.meta.resource_version
+        ):
             return False
         self.generation += 1
         if kind in STORAGE_KINDS:
@@ -446,13 +450,3 @@ class ClusterCache:
             self.pending[key] = pod
         self._placed(key, before)
         self.generation += 1
-
-
-def _older(new: Any, held: Any) -> bool:
-    """Whether ``new`` is an older revision than the object the cache holds (resource
-    versions compared as integers, as kube-scheduler's caches do; an unknown version, 0,
-    as in a snapshot file, is never older)."""
-    if held is None:
-        return False
-    version = new.meta.resource_version
-    return bool(version and version < held.meta.resource_version)

@@ -10,12 +10,10 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from volsched.cache.objects.core import (
-    CPU,
     LABEL_FAILURE_DOMAIN_BETA_REGION,
     LABEL_FAILURE_DOMAIN_BETA_ZONE,
     LABEL_TOPOLOGY_REGION,
     LABEL_TOPOLOGY_ZONE,
-    MEMORY,
     HostPort,
     Node,
     Pod,
@@ -156,12 +154,6 @@ class NodeInfo:
             else:
                 self.ports.pop(port, None)
         return pod
-
-    def requested_cpu(self) -> int:
-        return self.requested.get(CPU, 0)
-
-    def requested_memory(self) -> int:
-        return self.requested.get(MEMORY, 0)
 
     def port_conflict(self, want: HostPort) -> bool:
         """Upstream's HostPortInfo.CheckConflict: 0.0.0.0 overlaps every address."""

@@ -121,12 +121,3 @@ def ceil_value(quantity: Fraction) -> int:
 def ceil_milli_value(quantity: Fraction) -> int:
     """The value in thousandths, rounded up as ``resource.Quantity.MilliValue()`` does."""
     return math.ceil(quantity * 1000)
-
-
-def format_bytes(value: int) -> str:
-    """A byte count in the largest binary unit that keeps it whole, e.g. ``10Gi``."""
-    for suffix in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki"):
-        unit = _BINARY[suffix]
-        if value and value % unit == 0:
-            return f"{value // unit}{suffix}"
-    return str(value)

@@ -113,13 +113,6 @@ class StorageObjects:
         """Longhorn's Settings by name (``storage-over-provisioning-percentage`` → "100")."""
         return {s.meta.name: s.value for s in self.longhorn.settings.values()}
 
-    def owner_of_volume(self, name: str) -> str | None:
-        """Which system the volume of this name (as decisions see it) belongs to."""
-        volume = self.volumes.get(name)
-        if volume is None:
-            return None
-        return VOLSCHED if self.volsched.volumes.get(volume.meta.key) is volume else LONGHORN
-
 
 def _show(merged: dict[str, Any], name: str, old: Any, other: Any) -> bool:
     """After ``old`` left its system: the other system's object of that name, or none.

@@ -19,11 +19,6 @@ def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def now_rfc3339_micro() -> str:
-    """The current time as metav1.MicroTime serialises it (six fractional digits)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def clone(obj: Raw) -> Raw:
     return copy.deepcopy(obj)
 

@@ -185,6 +185,3 @@ class ResourceTable:
             if version not in versions:
                 versions.append(version)
         return result
-
-    def is_served(self, key: StorageKey) -> bool:
-        return any(r.key == key for r in self._by_path.values())

@@ -49,7 +49,7 @@ from volsched.scheduling.volumes.provisioning import ProvisionerCheck
 from volsched.scheduling.volumes.scoring import CAPACITY_SHAPE, DEFAULT_SHAPE, ShapePoint
 
 
-class PluginSet:
+class PluginFactory:
     """Builds plugins on demand and hands out the same instance for the same rule."""
 
     def __init__(
@@ -188,7 +188,7 @@ class PluginSet:
 
 def build_profile(
     spec: PolicySpec,
-    plugins: PluginSet,
+    plugins: PluginFactory,
     percentage_of_nodes_to_score: int = 0,
 ) -> Profile:
     for priority in spec.priorities:

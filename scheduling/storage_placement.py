@@ -300,7 +300,3 @@ class ReplicatedProvisioner:
         if held is not None and self._committed.get(plan.placement.volume) is plan:
             del self._committed[plan.placement.volume]
         return held
-
-    @property
-    def plans_held(self) -> int:
-        return len(self._held)

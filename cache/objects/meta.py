@@ -10,6 +10,20 @@ from volsched.cache.objects.fields import Fields, shown
 _VERSION = re.compile(r"[0-9]{1,19}")
 
 
+def is_older_version(version: int | str, than: int | str) -> bool:
+    """Whether resource version ``version`` is older than ``than``, compared as
+    integers as kube-scheduler's caches compare them (as a view holds them, or as the
+    text of a watch event). An unknown version — 0, empty, not digits, as in a snapshot
+    file — is never older, and nothing is older than it."""
+    return 0 < _version_number(version) < _version_number(than)
+
+
+def _version_number(version: int | str) -> int:
+    if isinstance(version, int):
+        return version
+    return int(version) if version.isascii() and version.isdigit() else 0
+
+
 @dataclass(frozen=True, slots=True)
 class OwnerReference:
     api_version: str

@@ -282,8 +282,3 @@ def read_fields(kind: str, raw: Mapping[str, Any]) -> dict[str, Any] | None:
         if key in raw:
             result[key] = _kept(raw[key], sub)
     return result
-
-
-def known_kinds() -> frozenset[str]:
-    """The kinds ``read_fields`` keeps something of."""
-    return frozenset(_SHAPES)

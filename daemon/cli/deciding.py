@@ -23,7 +23,7 @@ from volsched.daemon.config.settings import Settings
 from volsched.scheduling.extender_config import ignored_by_scheduler, with_ignored_resources
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Scheduler
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.scheduler_config import ProfileSpec, default_profile
 from volsched.scheduling.simulation import PodOutcome, simulate
@@ -100,7 +100,7 @@ def decide_snapshot(args: argparse.Namespace) -> Run:
     for spec in _profiles(args, settings, cluster):
         profile = build_profile(
             spec.policy,
-            PluginSet(cluster, checks),
+            PluginFactory(cluster, checks),
             spec.percentage(settings.percentage_of_nodes_to_score),
         )
         profiles[spec.scheduler_name] = profile

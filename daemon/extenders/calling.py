@@ -36,7 +36,7 @@ from volsched.scheduling.extender_results import (
     failed_cycle,
 )
 from volsched.scheduling.framework.runner import Decision
-from volsched.scheduling.preemption.victims import Victims as Candidate
+from volsched.scheduling.preemption.victims import Candidate
 
 log = logging.getLogger("volsched.extenders")
 

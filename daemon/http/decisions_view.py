@@ -139,10 +139,6 @@ class NodeBox:
     schedulable: bool = True
     disks: dict[str, DiskBox] = field(default_factory=dict)
 
-    @property
-    def replica_count(self) -> int:
-        return sum(len(disk.replicas) for disk in self.disks.values())
-
 
 @dataclass(slots=True)
 class ZoneBox:

@@ -26,17 +26,18 @@ from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import DEFAULT_SCHEDULER, Pod, parse_pod
 from volsched.daemon.extenders.wire import BadRequest, Victims, field, preemption_candidates
 from volsched.daemon.http.reading import BodyError, read_json
+from volsched.scheduling.extender_results import MAX_EXTENDER_PRIORITY
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
+from volsched.scheduling.framework.node_verdicts import active_checks
 from volsched.scheduling.framework.pod_changes import remove_pod
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.plugins.storage_locality import VolumeLocality, pod_storage
 from volsched.scheduling.preemption.nominated import clone_node
-from volsched.scheduling.preemption.post_filter import active_filters, node_fits
+from volsched.scheduling.preemption.post_filter import node_fits
 
 log = logging.getLogger("volsched.extender")
 
-MAX_EXTENDER_PRIORITY = 10
 # Rejections by these plugins are about where the data is: preemption cannot fix them.
 VOLUME_PLUGINS = frozenset(
     {"VolumeBinding", "VolumeZone", "NodeVolumeLimits", "StorageNodeReady", "VolumeLocality"}
@@ -276,7 +277,7 @@ class Extender:
         uids = set(victims.uids) - {""}
         leaving = [other for other in info.pods.values() if other.meta.uid in uids]
         profile = self.scheduler.profile
-        checks = active_filters(profile, decision.state)
+        checks = active_checks(profile, decision.state)
         without = clone_node(info, [other.meta.key for other in leaving])
         # The victims leave the cycle's counts too (affinity, spread), on a clone.
         state = decision.state.clone()

@@ -29,14 +29,11 @@ from volsched.scheduling.framework.events import ASSIGNED_POD_DELETE, ClusterEve
 from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.plugins.scheduling_gates import is_gated
 
-QUEUE_NAMES = ("active", "backoff", "unschedulable")
-
 
 @dataclass(slots=True)
 class QueuedPod:
     pod: Pod
     attempts: int = 0
-    enqueued_at: float = 0.0
     failed_plugins: frozenset[str] = frozenset()
     unschedulable_since: float = 0.0
     backoff_until: float = 0.0
@@ -119,7 +116,7 @@ class SchedulingQueue:
         if entry is not None:
             entry.pod = pod
             return
-        entry = QueuedPod(pod, enqueued_at=self._clock())
+        entry = QueuedPod(pod)
         self._entries[key] = entry
         if is_gated(pod):
             self._gate(entry, "PodAdd")

@@ -58,7 +58,7 @@ from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.refresh import refresh_claims
 from volsched.daemon.watch.waiting import ChangeNotifier
 from volsched.daemon.watch.watching import WatchSettings
-from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.profile_builder import PluginFactory
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.storage_placement import ReplicaContext
 
@@ -110,7 +110,7 @@ class Daemon:
         self.cluster = ClusterCache()
         clock = self.options.clock
         self.replicas = ReplicaContext(self.cluster, settings.replica_scheduling, clock)
-        self.plugins = PluginSet(self.cluster, storage_provisioners(self.replicas))
+        self.plugins = PluginFactory(self.cluster, storage_provisioners(self.replicas))
         self.profiles = build_profiles(settings, self.cluster, self.plugins, self.options.seed)
         self.scheduler = self.profiles.default
         # The events that move rejected pods are the ones the profiles' plugins declare.

@@ -12,7 +12,7 @@ from volsched.scheduling.extender_config import ignored_by_scheduler, with_ignor
 from volsched.scheduling.framework.profiles import Profiles
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import PolicySpec
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
 
@@ -42,13 +42,13 @@ def profile_specs(settings: Settings) -> list[tuple[str, PolicySpec]]:
 
 
 def build_profiles(
-    settings: Settings, cluster: ClusterCache, plugins: PluginSet, seed: int | None
+    settings: Settings, cluster: ClusterCache, plugins: PluginFactory, seed: int | None
 ) -> Profiles:
     rng = random.Random(seed)
     schedulers = {}
     for name, spec in profile_specs(settings):
         # Each profile its own plugin instances (their arguments differ), one cache.
-        profile_plugins = PluginSet(cluster, plugins.provisioner_checks)
+        profile_plugins = PluginFactory(cluster, plugins.provisioner_checks)
         profile = build_profile(spec, profile_plugins, _percentage(settings, name))
         schedulers[name] = Scheduler(cluster, profile, rng)
     return Profiles(schedulers)

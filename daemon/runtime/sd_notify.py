@@ -93,11 +93,6 @@ class Notifier:
     def status(self, text: str) -> bool:
         return self.send(f"STATUS={_one_line(text)}")
 
-    def extend_timeout(self, seconds: float) -> bool:
-        """Ask for ``seconds`` more before the start (or stop) times out; for a cold
-        start that lists a large cluster."""
-        return self.send(f"EXTEND_TIMEOUT_USEC={max(0, round(seconds * 1_000_000))}")
-
     def watchdog_interval_seconds(self) -> float | None:
         """``WatchdogSec=`` as the manager passed it (``$WATCHDOG_USEC``), or None when the
         watchdog is off, malformed, or meant for another process (``$WATCHDOG_PID``)."""

@@ -57,15 +57,6 @@ def cache_matches(cluster: ClusterCache, kind: str, listed: Mapping[str, str]) -
     return all(listed.get(key) == str(view.meta.resource_version) for key, view in held.items())
 
 
-async def metadata_matches(
-    client: KubeClient, cluster: ClusterCache, costs: ProofCosts, kind: str
-) -> str | None:
-    """The list's resourceVersion when the cache matches a fresh metadata list; None
-    when anything differs."""
-    listed, version = await fetch_metadata(client, costs, kind)
-    return version if cache_matches(cluster, kind, listed) else None
-
-
 class MetadataPrefetch:
     """The resumed kinds' metadata lists, fetched while the stored cache loads (the API
     server encodes them while this process unpickles): after the load, a kind whose

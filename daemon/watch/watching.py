@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from volsched.cache.errors import ApiError, Gone, NotFound
+from volsched.cache.objects.meta import is_older_version
 from volsched.cache.objects.registry import KINDS
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.decoding import Undecodable
@@ -114,10 +115,6 @@ class WatchState:
     catch_up_to: int = 0
     # Watches that ended before the resumed kind reached ``catch_up_to``.
     catch_up_watches: int = 0
-
-
-def _older(version: str, than: str) -> bool:
-    return version.isdigit() and than.isdigit() and int(version) < int(than)
 
 
 class KindWatcher:
@@ -240,7 +237,7 @@ class KindWatcher:
             obj = event.get("object") or {}
             version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
             if kind_of_event == "BOOKMARK":
-                if _older(version, state.resource_version):
+                if is_older_version(version, state.resource_version):
                     # kube-apiserver never goes back; a proxy or a stale server might.
                     continue
                 state.resource_version = version or state.resource_version
@@ -287,7 +284,7 @@ class KindWatcher:
             key = f"{notice.namespace or 'default'}/{notice.name}" if namespaced else notice.name
             self.ingest.delete_key(self.kind, key)
         version = notice.resource_version
-        if not version.isdigit() or _older(version, self.state.resource_version):
+        if not version.isdigit() or is_older_version(version, self.state.resource_version):
             return
         self.state.resource_version = version
         if self.store is not None:

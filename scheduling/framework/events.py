@@ -138,8 +138,6 @@ EVERYTHING = (on(WILDCARD, ALL),)
 
 ASSIGNED_POD_ADD = ClusterEvent(POD, ActionType.ADD)
 ASSIGNED_POD_DELETE = ClusterEvent(POD, ActionType.DELETE)
-NODE_ADD = ClusterEvent(NODE, ActionType.ADD)
-NODE_DELETE = ClusterEvent(NODE, ActionType.DELETE)
 
 
 def node_update_events(old: Node, new: Node) -> list[ClusterEvent]:

@@ -20,10 +20,6 @@ from volsched.scheduling.framework.status import Status
 MAX_NODE_SCORE = 100
 
 
-class Plugin(Protocol):
-    name: str
-
-
 @runtime_checkable
 class PreFilterPlugin(Protocol):
     name: str

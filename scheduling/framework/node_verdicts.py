@@ -1,26 +1,19 @@
-"""What the filters and scores of one pod shape said of a node, kept on the node.
+"""A pod shape's keys, the filters' first rejection, and the score rows kept per node.
 
-Most of a cycle's work repeats the last one: a ReplicaSet's pods ask the same of every
-node, and between two cycles only the node that took the last pod changed. When every
-filter a pod meets is node-local (``NodeLocalFilter``), their combined verdict on a node
-is remembered under the pod's keys in ``NodeInfo.memo``, which any change to the node
-empties; the next pod of that shape is judged there with one lookup instead of a call
-per plugin. Scores before normalization are kept the same way, as one row per node.
-
-The verdict is the one the plugins would give, in the same order: the first filter that
-rejects, with its status. A plugin's error is never kept (the next cycle asks again).
+When every filter a pod meets is node-local, the pod's keys name its shape, and what
+the plugins said of a node is kept under them until the node changes
+(docs/concepts/kept-verdicts.md says why and what never is).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
 
-from volsched.cache.node_info import UNKNOWN, NodeInfo
+from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.profile import Predicate, Profile, ScoreStep
-from volsched.scheduling.framework.status import Code, Status
+from volsched.scheduling.framework.status import Status
 
 FilterCall = Callable[[CycleState, Pod, NodeInfo], "Status | None"]
 Check = tuple[FilterCall, Predicate]
@@ -67,20 +60,6 @@ def first_rejection(
         if status is not None:
             return predicate, status
     return None
-
-
-def remembered_rejection(
-    key: Hashable, checks: Sequence[Check], state: CycleState, pod: Pod, node: NodeInfo
-) -> Rejection:
-    """``first_rejection``, from the node's memo when a pod of this shape was judged
-    there since the node last changed."""
-    known: Any = node.memo.get(key, UNKNOWN)
-    if known is not UNKNOWN:
-        return known  # type: ignore[no-any-return]
-    rejection = first_rejection(checks, state, pod, node)
-    if rejection is None or rejection[1].code is not Code.ERROR:
-        node.remember(key, rejection)
-    return rejection
 
 
 def score_key(steps: Sequence[ScoreStep], state: CycleState, pod: Pod) -> Hashable | None:

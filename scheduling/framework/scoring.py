@@ -1,13 +1,9 @@
-"""The Score phase of one cycle: every priority's scores of the feasible nodes, weighted
-and summed, and the best node.
+"""The Score phase of one cycle (upstream's RunScorePlugins and selectHost): every
+priority's scores of the feasible nodes, weighted and summed, and the best node.
 
-A cycle scores hundreds of nodes (kube-scheduler's adaptive share of a large cluster)
-and most of the daemon's time per pod goes here, so the work is laid out for the common
-case. The node-local priorities (``NodeLocalScore``) keep one row per node in its memo
-under the pod's shape (``node_verdicts.score_rows``); the weighted sum of those that are
-not normalized is kept in the row itself, so a repeat of the shape starts its totals
-from one column. Each priority's own scores are worked out only when someone reads them
-(``Scored.by_priority``: the explain page, the decisions page), not for every pod.
+Laid out for the common case, a repeat of a pod shape: the node-local priorities' rows
+are kept (``node_verdicts.score_rows``), and each priority's own part of the totals is
+worked out only when someone reads it (docs/concepts/kept-verdicts.md).
 """
 
 from __future__ import annotations
@@ -40,13 +36,8 @@ class Scored:
         return [info.name for info in self.feasible]
 
     def best(self, rng: random.Random) -> str:
-        """``best`` of these totals, naming only the nodes it needs."""
-        totals = self.totals
-        top = max(totals)
-        if totals.count(top) == 1:
-            return self.feasible[totals.index(top)].name
-        ties = [index for index, total in enumerate(totals) if total == top]
-        return self.feasible[rng.choice(ties)].name
+        """``best`` of these totals, naming only the node it picks."""
+        return self.feasible[best_index(self.totals, rng)].name
 
 
 # The columns of the node list ``feasible`` is a window of, that list, and where the
@@ -127,12 +118,18 @@ def score(
 
 
 def best(names: list[str], totals: list[int], rng: random.Random) -> str:
-    """The node of the highest total; among equals, one at random (upstream's
-    selectHost samples its ties the same way: each equally likely)."""
+    """The node of the highest total (``best_index``)."""
+    return names[best_index(totals, rng)]
+
+
+def best_index(totals: list[int], rng: random.Random) -> int:
+    """Where the highest total is; among equals, one at random (upstream's selectHost
+    samples its ties the same way: each equally likely). A single highest total draws
+    nothing from ``rng``, so a decision without ties leaves the sequence untouched."""
     top = max(totals)
     if totals.count(top) == 1:
-        return names[totals.index(top)]
-    return rng.choice([name for name, total in zip(names, totals, strict=True) if total == top])
+        return totals.index(top)
+    return rng.choice([index for index, total in enumerate(totals) if total == top])
 
 
 def _normalizes(step: ScoreStep) -> bool:

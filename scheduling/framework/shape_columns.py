@@ -1,13 +1,7 @@
 """The kept verdicts and score rows of a pod shape on every node, as lists in the order
-of the cluster's node list.
-
-``NodeInfo.memo`` keeps what a pod shape's filters and scores said of one node; reading
-it back costs a lookup per node, hundreds per cycle. A column keeps the same values for
-the whole node list, so that a cycle reads its window of nodes as one slice. It forgets
-exactly the nodes whose memo was emptied (``NodeChanges``, replayed when the column is
-next read), and everything when the node list itself was rebuilt (a node added or
-removed) or too many changes were missed. A column is only a faster copy: a value is
-put in it only where the node's memo would keep it.
+of the cluster's node list: a cycle reads its window of nodes as one slice instead of a
+memo lookup per node. Only a faster copy of the memos, forgetting exactly the nodes that
+changed (docs/concepts/kept-verdicts.md); ``kept_results`` is how the runner asks it.
 """
 
 from __future__ import annotations

@@ -29,10 +29,6 @@ class Status:
         return self.code is Code.SUCCESS
 
     @property
-    def is_rejection(self) -> bool:
-        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
-
-    @property
     def message(self) -> str:
         return ", ".join(self.reasons)
 

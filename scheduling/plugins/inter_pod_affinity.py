@@ -16,24 +16,19 @@ node without a term's topology label cannot satisfy an affinity term. The first 
 group with affinity to itself may go anywhere with the labels, when no pod anywhere
 matches its terms yet and it matches them itself.
 
-Score sums, per topology pair, the weights of the incoming pod's preferred terms that
-existing pods match (anti-affinity subtracts), the weights of existing pods' preferred
-terms that match the incoming pod, and ``hardPodAffinityWeight`` for each existing pod's
-required affinity term that matches it; normalized to 0..100 between the lowest and the
-highest node. Only pods with affinity terms are walked unless the incoming pod has
-preferred terms of its own (upstream keeps the same per-node lists).
+Score sums weights per topology pair (``inter_pod_affinity_scoring``), normalized to
+0..100 between the lowest and the highest node.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Node, Pod
-from volsched.cache.objects.pod_constraints import AffinityTerm, PodAffinity, WeightedAffinityTerm
+from volsched.cache.objects.pod_constraints import AffinityTerm
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.events import (
     ADD,
@@ -49,6 +44,7 @@ from volsched.scheduling.framework.events import (
 )
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.scheduling.plugins.inter_pod_affinity_scoring import pair_scores
 from volsched.scheduling.plugins.pod_rule_events import (
     affinity_after_node_change,
     affinity_after_pod_change,
@@ -326,64 +322,20 @@ class InterPodAffinity:
             return SKIP
         if not incoming_preferred and not self.cluster.nodes_with_affinity_pods:
             return SKIP
-        scores: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        incoming_labels_ns = self._namespace_labels(pod.namespace)
         node_source: Iterable[NodeInfo] = (
             self.cluster.node_list() if incoming_preferred else self._nodes_with_affinity_pods()
         )
-        for info in node_source:
-            labels = info.node.meta.labels
-            if not labels:
-                continue
-            existing_pods = (
-                info.pods.values() if incoming_preferred else info.affinity_pods.values()
-            )
-            for existing in existing_pods:
-                if affinity is not None and incoming_preferred:
-                    existing_ns = self._namespace_labels(existing.namespace)
-                    self._add_terms(
-                        scores, affinity.preferred_affinity, existing, existing_ns, labels, 1
-                    )
-                    self._add_terms(
-                        scores, affinity.preferred_anti_affinity, existing, existing_ns, labels, -1
-                    )
-                theirs: PodAffinity | None = existing.pod_affinity
-                if theirs is None:
-                    continue
-                if self.hard_pod_affinity_weight > 0:
-                    for term in theirs.required_affinity:
-                        value = labels.get(term.topology_key)
-                        if value is not None and term.matches(
-                            pod.namespace, pod.labels, incoming_labels_ns
-                        ):
-                            scores[term.topology_key][value] += self.hard_pod_affinity_weight
-                self._add_terms(
-                    scores, theirs.preferred_affinity, pod, incoming_labels_ns, labels, 1
-                )
-                self._add_terms(
-                    scores, theirs.preferred_anti_affinity, pod, incoming_labels_ns, labels, -1
-                )
+        scores = pair_scores(
+            pod,
+            node_source,
+            incoming_preferred,
+            self.hard_pod_affinity_weight,
+            self._namespace_labels,
+        )
         if not scores:
             return SKIP
         state.write(self._score_key, scores)
         return SUCCESS
-
-    @staticmethod
-    def _add_terms(
-        scores: dict[str, dict[str, int]],
-        terms: tuple[WeightedAffinityTerm, ...],
-        target: Pod,
-        target_namespace_labels: dict[str, str],
-        node_labels: dict[str, str],
-        sign: int,
-    ) -> None:
-        for weighted in terms:
-            term = weighted.term
-            value = node_labels.get(term.topology_key)
-            if value is not None and term.matches(
-                target.namespace, target.labels, target_namespace_labels
-            ):
-                scores[term.topology_key][value] += sign * weighted.weight
 
     def score(self, state: CycleState, pod: Pod, node: NodeInfo) -> int:
         scores: dict[str, dict[str, int]] | None = state.read(self._score_key)

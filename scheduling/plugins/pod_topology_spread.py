@@ -48,6 +48,7 @@ from volsched.scheduling.framework.events import (
 )
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from volsched.scheduling.go_arithmetic import round_half_away
 from volsched.scheduling.plugins.node_affinity import matches_required_node_affinity
 from volsched.scheduling.plugins.pod_rule_events import (
     spread_after_node_change,
@@ -421,7 +422,7 @@ class PodTopologySpread:
             else:
                 count = score_state.domain_counts[index].get(value, 0)
             total += count * score_state.weights[index] + (constraint.max_skew - 1)
-        return _round_half_away(total)
+        return round_half_away(total)
 
     def normalize(self, state: CycleState, pod: Pod, scores: dict[str, int]) -> None:
         score_state: _ScoreState | None = state.read(self._score_key)
@@ -440,8 +441,3 @@ class PodTopologySpread:
                 scores[name] = MAX_NODE_SCORE
             else:
                 scores[name] = MAX_NODE_SCORE * (high + low - value) // high
-
-
-def _round_half_away(value: float) -> int:
-    """Go's math.Round."""
-    return math.floor(value + 0.5) if value >= 0 else -math.floor(-value + 0.5)

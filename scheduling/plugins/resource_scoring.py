@@ -23,12 +23,12 @@ from volsched.cache.objects.core import CPU, MEMORY, Pod
 from volsched.scheduling.framework.cycle_state import CycleState
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
 from volsched.scheduling.framework.status import SUCCESS, Status
-from volsched.scheduling.plugins.node_resources import is_scalar_resource
+from volsched.scheduling.go_arithmetic import round_half_away
+from volsched.scheduling.plugins.node_resources import is_scalar_resource, least_requested_score
 from volsched.scheduling.volumes.scoring import (
     DEFAULT_SHAPE,
     ShapePoint,
     class_score,
-    round_half_away,
     scale_shape,
 )
 
@@ -45,12 +45,6 @@ class ScoringStrategy:
     resources: tuple[tuple[str, int], ...] = DEFAULT_RESOURCES
     # RequestedToCapacityRatio only: utilization 0..100 → score 0..10.
     shape: tuple[ShapePoint, ...] = DEFAULT_SHAPE
-
-
-def least_requested(requested: int, capacity: int) -> int:
-    if capacity == 0 or requested > capacity:
-        return 0
-    return (capacity - requested) * MAX_NODE_SCORE // capacity
 
 
 def most_requested(requested: int, capacity: int) -> int:
@@ -156,7 +150,7 @@ class ResourceAllocationScore:
                     total += value * weight
                     weights += weight
             return round_half_away(total, weights) if weights else 0
-        per_resource = least_requested if kind == LEAST_ALLOCATED else most_requested
+        per_resource = least_requested_score if kind == LEAST_ALLOCATED else most_requested
         total = weights = 0
         for requested, capacity, weight in allocation:
             total += per_resource(requested, capacity) * weight

@@ -16,8 +16,3 @@ MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 def is_gated(pod: Pod) -> bool:
     return bool(pod.scheduling_gates)
-
-
-def waiting_message(pod: Pod) -> str:
-    """Upstream's PreEnqueue status text, naming the gates still on the pod."""
-    return f"waiting for scheduling gates: [{' '.join(pod.scheduling_gates)}]"

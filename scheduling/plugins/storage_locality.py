@@ -56,7 +56,7 @@ from volsched.scheduling.framework.events import (
     on,
 )
 from volsched.scheduling.framework.status import SKIP, SUCCESS, Status, unresolvable
-from volsched.scheduling.volumes.scoring import round_half_away
+from volsched.scheduling.go_arithmetic import round_half_away
 
 STORAGE_DRIVERS = (REPLICATED_DRIVER, LONGHORN_DRIVER)
 LOCALITY_LABEL = "volsched.io/locality"

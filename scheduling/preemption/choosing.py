@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from volsched.cache.objects.core import Pod
-from volsched.scheduling.preemption.victims import Victims, start_time
+from volsched.scheduling.preemption.victims import Candidate, start_time
 
 PRIORITY_SHIFT = 2**31
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -31,21 +31,23 @@ def candidates_wanted(
     return min(max(wanted, absolute), potential_nodes)
 
 
-def _earliest_start_of_most_important(victims: Victims, priority_of: Callable[[Pod], int]) -> float:
+def _earliest_start_of_most_important(
+    victims: Candidate, priority_of: Callable[[Pod], int]
+) -> float:
     top = max(priority_of(pod) for pod in victims.pods)
     return min(start_time(pod) for pod in victims.pods if priority_of(pod) == top)
 
 
 def pick_one_node(
-    candidates: Sequence[Victims], priority_of: Callable[[Pod], int]
-) -> Victims | None:
+    candidates: Sequence[Candidate], priority_of: Callable[[Pod], int]
+) -> Candidate | None:
     if not candidates:
         return None
     for candidate in candidates:
         if not candidate.pods:
             return candidate
 
-    criteria: list[Callable[[Victims], float]] = [
+    criteria: list[Callable[[Candidate], float]] = [
         lambda c: -c.pdb_violations,
         lambda c: -max(priority_of(pod) for pod in c.pods),
         lambda c: -sum(priority_of(pod) + PRIORITY_SHIFT for pod in c.pods),

@@ -68,15 +68,6 @@ class NominatedPods:
         elif key in self._node_of:
             self.nominate(pod, self._node_of[key])
 
-    @classmethod
-    def from_pods(cls, pods: Iterable[Pod]) -> NominatedPods:
-        """Rebuilt from ``status.nominatedNodeName`` of unbound pods (after a restart)."""
-        nominated = cls()
-        for pod in pods:
-            if pod.nominated_node_name and not pod.node_name and not pod.terminal:
-                nominated.nominate(pod, pod.nominated_node_name)
-        return nominated
-
 
 def clone_node(info: NodeInfo, without: Iterable[str] = (), adding: Iterable[Pod] = ()) -> NodeInfo:
     """A copy of a node's state with some pods removed and others added; the cache's own

@@ -8,20 +8,20 @@ node by upstream's ordering. The messages are kube-scheduler's PostFilter texts.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.cycle_state import CycleState
-from volsched.scheduling.framework.interfaces import FilterPlugin
+from volsched.scheduling.framework.extension_points import filter_with_nominated_pods
+from volsched.scheduling.framework.node_verdicts import Check, active_checks
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Decision, Scheduler, fit_error_message
 from volsched.scheduling.framework.status import Code, Status
 from volsched.scheduling.preemption.choosing import candidates_wanted, pick_one_node
-from volsched.scheduling.preemption.nominated import NominatedPods, judge_with_nominated
-from volsched.scheduling.preemption.victims import PodChanges, Victims, select_victims_on_node
+from volsched.scheduling.preemption.nominated import NominatedPods
+from volsched.scheduling.preemption.victims import Candidate, PodChanges, select_victims_on_node
 
 PREFIX = "preemption: "
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
@@ -48,7 +48,7 @@ class Preemption:
     node: str | None = None
     victims: tuple[Pod, ...] = ()
     message: str | None = None
-    candidates: dict[str, Victims] = field(default_factory=dict)
+    candidates: dict[str, Candidate] = field(default_factory=dict)
     rejected: dict[str, list[str]] = field(default_factory=dict)
     clear_nomination: bool = False
     lower_nominated: tuple[Pod, ...] = ()
@@ -62,13 +62,8 @@ class Preemption:
         self.message = f"{self.lead}{PREFIX}{text}"
 
 
-def active_filters(profile: Profile, state: CycleState) -> list[FilterPlugin]:
-    """The profile's filters this cycle runs (those its PreFilters did not skip)."""
-    return [p.plugin for p in profile.predicates if p.plugin.name not in state.skip_filter]
-
-
 def node_fits(
-    checks: Sequence[FilterPlugin],
+    checks: list[Check],
     profile: Profile,
     state: CycleState,
     pod: Pod,
@@ -76,19 +71,15 @@ def node_fits(
     nominated: NominatedPods | None,
     cluster: ClusterCache,
 ) -> Status | None:
-    """``checks`` (see ``active_filters``) on one node state, with the pending pods
-    nominated there (``judge_with_nominated``); None when the pod fits."""
-
-    def run(node_state: CycleState, node: NodeInfo) -> Status | None:
-        for plugin in checks:
-            status = plugin.filter(node_state, pod, node)
-            if status is not None:
-                return status.with_plugin(plugin.name)
+    """``checks`` (``active_checks``: the filters the cycle ran) on one node state, with
+    the pending pods nominated there, by the cycle's own routine
+    (``filter_with_nominated_pods``); None when the pod fits, else the rejecting
+    plugin's status."""
+    rejection = filter_with_nominated_pods(checks, profile, state, pod, info, nominated, cluster)
+    if rejection is None:
         return None
-
-    return judge_with_nominated(
-        run, profile, state, info, pod, nominated, cluster.pod_priority, cluster.pending
-    )
+    predicate, status = rejection
+    return status.with_plugin(predicate.plugin.name)
 
 
 def eligibility_problem(cluster: ClusterCache, pod: Pod, decision: Decision) -> str | None:
@@ -202,7 +193,7 @@ class Preemptor:
         budgets = list(self.cluster.disruption_budgets.values())
         priority_of = self.cluster.pod_priority
         profile = self.scheduler.profile
-        checks = active_filters(profile, decision.state)
+        checks = active_checks(profile, decision.state)
         errors: list[str] = []
         free_of_violations = 0
 

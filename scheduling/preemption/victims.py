@@ -48,9 +48,9 @@ class PodChanges:
 
 
 @dataclass(frozen=True, slots=True)
-class Victims:
-    """The pods to evict from one node, most important first, and how many of them
-    break a PodDisruptionBudget."""
+class Candidate:
+    """A node preemption could clear (upstream's candidate): the pods to evict from it,
+    most important first, and how many of them break a PodDisruptionBudget."""
 
     node: str
     pods: tuple[Pod, ...]
@@ -100,7 +100,7 @@ def select_victims_on_node(
     fits: FitCheck,
     state: CycleState | None = None,
     changes: PodChanges | None = None,
-) -> tuple[Victims | None, Status | None]:
+) -> tuple[Candidate | None, Status | None]:
     """The victims on this node, or the status saying why preemption cannot help here.
 
     ``state`` is this node's own clone of the cycle state; with ``changes`` it follows
@@ -139,4 +139,4 @@ def select_victims_on_node(
         message = f'expected at least one victim pod on node "{info.name}"'
         return None, Status(Code.ERROR, (message,))
     victims.sort(key=lambda other: importance_key(other, priority_of))
-    return Victims(info.name, tuple(victims), violations), None
+    return Candidate(info.name, tuple(victims), violations), None

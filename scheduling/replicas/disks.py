@@ -256,9 +256,6 @@ class DiskStage:
     def candidates(self, i: int) -> NodeCandidates:
         return fitting(self.disks.entry(i), self.size)
 
-    def candidates_with(self, i: int, extra: Mapping[str, int]) -> NodeCandidates:
-        return fitting(self.disks.with_extra(i, extra), self.size)
-
     def node_reasons(self, i: int, extra: Mapping[str, int] | None) -> set[str]:
         """Why node ``i`` has no qualifying disk, as longhorn-manager words it.
 

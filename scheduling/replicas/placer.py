@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from volsched.scheduling.replicas import reasons
 from volsched.scheduling.replicas.candidates import Occupancy, first_tier, later_tiers
-from volsched.scheduling.replicas.disks import NO_CANDIDATES, DiskStage, Group, NodeCandidates
+from volsched.scheduling.replicas.disks import NO_CANDIDATES, DiskStage, Group
 from volsched.scheduling.replicas.results import DiskPlacement, VolumePlacement
 from volsched.scheduling.replicas.selection import select
 
@@ -125,12 +125,6 @@ class Placer:
         choice = self._choose(self._groups(nodes), None)
         stage.first_tier_choices[key] = choice
         return choice
-
-    def _node_candidates(self, i: int) -> NodeCandidates:
-        extra = self.extra.get(i)
-        if extra:
-            return self.stage.candidates_with(i, extra)
-        return self.stage.candidates(i)
 
     def _groups(self, nodes: Sequence[int]) -> list[Group]:
         """The tier's candidate disks, after disk anti-affinity."""

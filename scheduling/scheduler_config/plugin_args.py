@@ -248,17 +248,6 @@ _READERS = {
     "DefaultPreemption": _preemption,
     "DynamicResources": _dynamic_resources,
 }
-# The plugins whose arguments volsched reads, by their args kind (for the reference page).
-ARGUMENT_KINDS = {
-    "NodeResourcesFit": "NodeResourcesFitArgs",
-    "NodeResourcesBalancedAllocation": "NodeResourcesBalancedAllocationArgs",
-    "VolumeBinding": "VolumeBindingArgs",
-    "NodeAffinity": "NodeAffinityArgs",
-    "InterPodAffinity": "InterPodAffinityArgs",
-    "PodTopologySpread": "PodTopologySpreadArgs",
-    "DefaultPreemption": "DefaultPreemptionArgs",
-    "DynamicResources": "DynamicResourcesArgs",
-}
 
 
 def plugin_args(entry: Mapping[str, Any], where: Where, plugin: str) -> dict[str, Any]:

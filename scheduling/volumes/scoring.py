@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from volsched.scheduling.framework.interfaces import MAX_NODE_SCORE
+from volsched.scheduling.go_arithmetic import go_div, round_half_away
 
 MAX_UTILIZATION = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10
@@ -31,18 +32,6 @@ DEFAULT_SHAPE = (ShapePoint(0, 0), ShapePoint(100, 10))
 # VolumeBinding's default under StorageCapacityScoring (upstream's defaults.go): the
 # emptiest fit scores highest.
 CAPACITY_SHAPE = (ShapePoint(0, 10), ShapePoint(100, 0))
-
-
-def go_div(numerator: int, denominator: int) -> int:
-    """Integer division truncating toward zero, as Go's ``/`` on integers."""
-    quotient = abs(numerator) // abs(denominator)
-    return quotient if (numerator >= 0) == (denominator > 0) else -quotient
-
-
-def round_half_away(value_numerator: int, value_denominator: int) -> int:
-    """Go's math.Round of a ratio of integers, exactly."""
-    magnitude = (2 * abs(value_numerator) + value_denominator) // (2 * value_denominator)
-    return magnitude if value_numerator >= 0 else -magnitude
 
 
 def broken_linear(shape: Sequence[ShapePoint], utilization: int) -> int:

@@ -16,7 +16,7 @@ from volsched.daemon.cli.main import main
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.runtime.profiles import build_profiles
 from volsched.scheduling.policy import PrioritySpec
-from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.profile_builder import PluginFactory
 from volsched.scheduling.scheduler_config import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,7 +86,7 @@ def test_each_configuration_simulates_the_example_cluster(
 def test_the_run_command_loads_each_configuration(path: Path) -> None:
     settings = load_settings(str(path), environ={})
     cluster = ClusterCache()
-    profiles = build_profiles(settings, cluster, PluginSet(cluster), seed=1)
+    profiles = build_profiles(settings, cluster, PluginFactory(cluster), seed=1)
     assert profiles.names == {profile.scheduler_name for profile in settings.profiles}
 
 
@@ -376,7 +376,7 @@ def test_a_profiles_own_percentage_of_nodes_to_score_overrides_the_top_level(
     )
     settings = load_settings(str(path), environ={})
     cluster = ClusterCache()
-    profiles = build_profiles(settings, cluster, PluginSet(cluster, ()), seed=1)
+    profiles = build_profiles(settings, cluster, PluginFactory(cluster, ()), seed=1)
     assert {name: profiles.by_name[name].profile.percentage_of_nodes_to_score for name in "ab"} == {
         "a": 70,
         "b": 30,

@@ -25,7 +25,7 @@ from volsched.daemon.http.decisions_page import decisions_routes
 from volsched.daemon.http.decisions_view import PageLimits
 from volsched.daemon.http.server import HealthChecks, health_app
 from volsched.daemon.runtime.profiles import build_profiles
-from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.profile_builder import PluginFactory
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.shadow.comparison import Cause, Comparison, Outcome
 from volsched.scheduling.shadow.tally import ShadowTally
@@ -55,7 +55,7 @@ async def serve_page(
     settings = Settings()
     replicas = ReplicaContext(cluster, settings.replica_scheduling, time.time)
     profiles = build_profiles(
-        settings, cluster, PluginSet(cluster, storage_provisioners(replicas)), seed=1
+        settings, cluster, PluginFactory(cluster, storage_provisioners(replicas)), seed=1
     )
     attempts = LastAttempts()
     checks = HealthChecks([], [], lambda: b"")

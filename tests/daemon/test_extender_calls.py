@@ -27,8 +27,8 @@ from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.extender_config import parse_extenders
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import default_policy
-from volsched.scheduling.preemption.victims import Victims
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.preemption.victims import Candidate
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 
 Raw = dict[str, Any]
 Handler = Callable[[Raw], Awaitable[tuple[int, Any]]]
@@ -103,7 +103,7 @@ async def test_a_node_cache_capable_extender_cannot_keep_a_node_it_was_not_given
         cluster,
         ingest,
     )
-    profile = build_profile(default_policy(with_storage=False), PluginSet(cluster, ()), 0)
+    profile = build_profile(default_policy(with_storage=False), PluginFactory(cluster, ()), 0)
     decision = Scheduler(cluster, profile, random.Random(1)).find_feasible(
         cluster.pods["default/p"]
     )
@@ -120,9 +120,9 @@ async def test_a_node_cache_capable_extender_cannot_keep_a_node_it_was_not_given
     assert served.sent["filter"][0]["Pod"]["spec"]["containers"][0]["image"] == "busybox"
 
 
-def victims_on(cluster: ClusterCache, node_name: str) -> Victims:
+def victims_on(cluster: ClusterCache, node_name: str) -> Candidate:
     pods = tuple(cluster.nodes[node_name].pods.values())
-    return Victims(node_name, pods, 0)
+    return Candidate(node_name, pods, 0)
 
 
 def placed(name: str, node_name: str) -> Raw:
@@ -235,7 +235,7 @@ async def test_mutual_tls_from_inline_certificate_data(served: Served, tmp_path:
         cluster,
         ingest,
     )
-    profile = build_profile(default_policy(with_storage=False), PluginSet(cluster, ()), 0)
+    profile = build_profile(default_policy(with_storage=False), PluginFactory(cluster, ()), 0)
     decision = Scheduler(cluster, profile, random.Random(1)).find_feasible(
         cluster.pods["default/p"]
     )

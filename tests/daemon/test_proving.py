@@ -18,7 +18,8 @@ from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.proving import (
     MetadataPrefetch,
     Relist,
-    metadata_matches,
+    cache_matches,
+    fetch_metadata,
     prove_current,
 )
 from volsched.daemon.watch.restart_plan import Proof, ProofCosts
@@ -122,7 +123,8 @@ async def test_a_kind_changed_while_down_is_not_proven_by_stale_metadata(
         changed["metadata"]["labels"]["changed"] = "yes"
         async with session.put("/api/v1/nodes/n1", json=changed) as response:
             assert response.status == 200
-    assert await metadata_matches(client, cluster, CHECK_FIRST, "Node") is None
+    listed, _ = await fetch_metadata(client, CHECK_FIRST, "Node")
+    assert not cache_matches(cluster, "Node", listed)
     # The watch brings nothing (stalled), so both checks differ and it relists.
     server.faults.stall_watches(5)
     watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)

@@ -15,17 +15,18 @@ from volsched.scheduling.framework.events import (
     ADD,
     ASSIGNED_POD_ADD,
     ASSIGNED_POD_DELETE,
-    NODE_ADD,
+    NODE,
     PERSISTENT_VOLUME,
     SERVICE,
     STORAGE_CLASS,
     ClusterEvent,
 )
 from volsched.scheduling.framework.requeue import RequeueTable
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
 PV_ADDED = ClusterEvent(PERSISTENT_VOLUME, ADD)
+NODE_ADD = ClusterEvent(NODE, ADD)
 
 
 class Clock:
@@ -43,7 +44,9 @@ def make(name: str, priority: int = 0, created: str = "2026-01-01T00:00:00Z") ->
 
 def table() -> RequeueTable:
     """The daemon's default profile's table (the storage rules included)."""
-    profile = build_profile(default_profile(with_storage=True).policy, PluginSet(ClusterCache()))
+    profile = build_profile(
+        default_profile(with_storage=True).policy, PluginFactory(ClusterCache())
+    )
     return RequeueTable({"volsched": profile.requeue_events()})
 
 

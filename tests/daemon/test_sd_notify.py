@@ -86,8 +86,6 @@ def test_notify_sends_the_message_as_one_datagram(manager: Manager) -> None:
         # A newline would start a second assignment: status text is kept on one line.
         (lambda n: n.status("two\nlines"), b"STATUS=two lines"),
         (lambda n: n.status("caf\u00e9"), "STATUS=caf\u00e9".encode()),
-        (lambda n: n.extend_timeout(90), b"EXTEND_TIMEOUT_USEC=90000000"),
-        (lambda n: n.extend_timeout(0.25), b"EXTEND_TIMEOUT_USEC=250000"),
     ],
     ids=[
         "ready",
@@ -98,8 +96,6 @@ def test_notify_sends_the_message_as_one_datagram(manager: Manager) -> None:
         "status",
         "status-one-line",
         "status-utf8",
-        "extend",
-        "extend-fraction",
     ],
 )
 def test_notifier_messages(

@@ -14,7 +14,7 @@ from volsched.daemon.runtime.profiles import build_profiles
 from volsched.daemon.runtime.shadowing import ShadowLoop
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.watch.ingest import Ingest
-from volsched.scheduling.profile_builder import PluginSet
+from volsched.scheduling.profile_builder import PluginFactory
 from volsched.scheduling.shadow.tally import ShadowTally
 
 Raw = dict[str, Any]
@@ -23,7 +23,7 @@ SHADOWED = ("default-scheduler",)
 
 def shadow_of(*objects: Raw) -> tuple[ShadowLoop, Ingest, ClusterCache, Metrics]:
     cluster = ClusterCache()
-    profiles = build_profiles(Settings(), cluster, PluginSet(cluster, ()), seed=1)
+    profiles = build_profiles(Settings(), cluster, PluginFactory(cluster, ()), seed=1)
     queue = SchedulingQueue(cluster.pod_priority, time.monotonic)
     metrics = Metrics()
     loop = ShadowLoop(cluster, profiles, queue, ShadowTally(SHADOWED), metrics, SHADOWED)

@@ -15,7 +15,7 @@ from tests.support import cluster, node, pod
 from volsched.cache.objects.core import Pod
 from volsched.cache.objects.pod_constraints import AffinityTerm
 from volsched.scheduling.framework.runner import Scheduler
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 from volsched.scheduling.simulation import simulate
 
@@ -159,7 +159,7 @@ def test_a_placed_pod_never_breaks_a_required_rule(objects: list[Raw], seed: int
     cache = cluster(*objects)
     labels = {name: dict(info.node.meta.labels) for name, info in cache.nodes.items()}
     placed: list[tuple[Pod, str]] = [(p, p.node_name) for p in cache.pods.values() if p.node_name]
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cache))
     result = simulate(cache, Scheduler(cache, profile, random.Random(seed)), None)
     for outcome in result.pods:
         if outcome.decision.node is None:

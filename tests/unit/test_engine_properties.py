@@ -14,7 +14,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import parse_pod
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import default_policy
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.simulation import SimulationResult, simulate
 
 ZONE = "topology.kubernetes.io/zone"
@@ -87,7 +87,7 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 def run(objects: list[dict[str, Any]], seed: int) -> tuple[ClusterCache, SimulationResult]:
     cache = cluster(*objects)
-    profile = build_profile(default_policy(with_storage=False), PluginSet(cache))
+    profile = build_profile(default_policy(with_storage=False), PluginFactory(cache))
     result = simulate(cache, Scheduler(cache, profile, random.Random(seed)), None)
     return cache, result
 
@@ -165,7 +165,7 @@ def test_what_nodes_remember_never_changes_a_verdict_or_a_score(
     must equal the one made from scratch (every memo emptied), while pods are assumed
     and forgotten in between."""
     cache = cluster(*objects)
-    profile = build_profile(default_policy(with_storage=False), PluginSet(cache))
+    profile = build_profile(default_policy(with_storage=False), PluginFactory(cache))
     scheduler = Scheduler(cache, profile, random.Random(0))
     pods = [parse_pod(raw) for raw in objects if raw["kind"] == "Pod"]
     placed: list[str] = []

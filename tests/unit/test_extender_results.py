@@ -23,12 +23,12 @@ from volsched.scheduling.extender_results import (
 )
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.policy import default_policy
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 
 
 def feasible_decision() -> tuple[Scheduler, Decision]:
     cache = cluster(node("a"), node("b"), node("c"), pod("p", cpu="100m"))
-    profile = build_profile(default_policy(with_storage=False), PluginSet(cache, ()), 0)
+    profile = build_profile(default_policy(with_storage=False), PluginFactory(cache, ()), 0)
     scheduler = Scheduler(cache, profile, random.Random(1))
     decision = scheduler.find_feasible(cache.pods["default/p"])
     assert sorted(info.name for info in decision.feasible) == ["a", "b", "c"]

@@ -16,7 +16,7 @@ import yaml
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError
 from volsched.scheduling.plugins.resource_scoring import MOST_ALLOCATED, ScoringStrategy
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import (
     ProfileSpec,
     default_profile,
@@ -360,7 +360,7 @@ profiles:
     args: {resources: [{name: cpu}, {name: memory, weight: 0}, {name: example.com/gpu, weight: 1}]}
 """
     )
-    built = build_profile(profile.policy, PluginSet(ClusterCache()))
+    built = build_profile(profile.policy, PluginFactory(ClusterCache()))
     by_name: dict[str, Any] = {p.policy_name: p.plugin for p in built.priorities}
     affinity = by_name["InterPodAffinity"]
     assert affinity.ignore_preferred_terms_of_existing_pods

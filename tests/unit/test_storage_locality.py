@@ -21,7 +21,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.fields import parse_time
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.policy import default_policy
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.replicas import ReplicaSchedulingSettings
 from volsched.scheduling.simulation import PodOutcome, SimulationResult, simulate
@@ -165,7 +165,7 @@ def run(
         flat.extend(item if isinstance(item, list) else [item])
     cache = cluster(*flat)
     context = ReplicaContext(cache, settings or ReplicaSchedulingSettings(), clock=lambda: NOW)
-    plugins = PluginSet(cache, storage_provisioners(context))
+    plugins = PluginFactory(cache, storage_provisioners(context))
     profile = build_profile(default_policy(with_storage=True), plugins)
     scheduler = Scheduler(cache, profile, random.Random(seed))
     return Run(cache, scheduler, simulate(cache, scheduler, context))

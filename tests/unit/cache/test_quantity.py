@@ -6,7 +6,6 @@ from volsched.cache.quantity import (
     QuantityError,
     ceil_milli_value,
     ceil_value,
-    format_bytes,
     parse_quantity,
 )
 
@@ -47,9 +46,3 @@ def test_rounding_up_as_value_and_milli_value() -> None:
     assert ceil_milli_value(parse_quantity("1.5")) == 1500
     assert ceil_value(parse_quantity("1.1")) == 2
     assert ceil_value(parse_quantity("500m")) == 1
-
-
-def test_format_bytes() -> None:
-    assert format_bytes(10 * 2**30) == "10Gi"
-    assert format_bytes(1536) == "1536"
-    assert format_bytes(0) == "0"

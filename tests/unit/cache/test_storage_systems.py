@@ -11,7 +11,6 @@ from tests.integration.objects import storage_node
 from tests.unit.longhorn.objects import longhorn_node, longhorn_replica, longhorn_volume
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.registry import KINDS, kind_of
-from volsched.cache.storage_systems import LONGHORN, VOLSCHED
 
 Raw = dict[str, Any]
 
@@ -56,9 +55,6 @@ def test_each_system_keeps_its_own_objects() -> None:
     # Decisions read both, by name.
     assert set(cluster.storage.storage_nodes) == {"n1", "n2"}
     assert set(cluster.storage.volumes) == {"vol-a", "pvc-b"}
-    assert cluster.storage.owner_of_volume("vol-a") == VOLSCHED
-    assert cluster.storage.owner_of_volume("pvc-b") == LONGHORN
-    assert cluster.storage.owner_of_volume("nothing") is None
 
 
 @pytest.mark.parametrize("first_written", ["volsched", "longhorn"])

@@ -25,7 +25,7 @@ from volsched.cache.objects.selectors import parse_node_affinity
 from volsched.scheduling.framework.node_verdicts import filter_key
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.plugins.node_affinity import AddedAffinity
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
 Raw = dict[str, Any]
@@ -46,7 +46,7 @@ TOLERATIONS = [
 
 
 def scheduler_for(cache: ClusterCache, keep: bool) -> Scheduler:
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cache))
     if not keep:
         profile.filter_keys = [None] * len(profile.filter_keys)
         profile.score_steps = [

@@ -15,7 +15,6 @@ from volsched.scheduling.framework.events import (
     ASSIGNED_POD_DELETE,
     EVERYTHING,
     NODE,
-    NODE_ADD,
     PERSISTENT_VOLUME,
     POD,
     UPDATE,
@@ -30,8 +29,10 @@ from volsched.scheduling.framework.events import (
 from volsched.scheduling.framework.interfaces import EnqueueExtensions
 from volsched.scheduling.framework.profile import Predicate, Profile
 from volsched.scheduling.framework.requeue import RequeueTable
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
+
+NODE_ADD = ClusterEvent(NODE, ADD)
 
 
 def a_pod(name: str = "p", **kwargs: Any) -> Pod:
@@ -45,7 +46,9 @@ def a_node(name: str = "n1", **kwargs: Any) -> Node:
 
 
 def test_the_profile_table_is_what_its_filters_declare() -> None:
-    profile = build_profile(default_profile(with_storage=True).policy, PluginSet(ClusterCache()))
+    profile = build_profile(
+        default_profile(with_storage=True).policy, PluginFactory(ClusterCache())
+    )
     table = profile.requeue_events()
     filters = {p.plugin.name: p.plugin for p in profile.predicates}
     assert set(table) == set(filters)
@@ -85,7 +88,7 @@ def test_a_filter_that_declares_nothing_is_retried_on_every_event() -> None:
 
 
 def test_plugins_sharing_a_name_share_one_entry() -> None:
-    plugins = PluginSet(ClusterCache())
+    plugins = PluginFactory(ClusterCache())
     first = plugins.predicate("labelsPresence", {"labels": ["a"], "presence": True})
     second = plugins.predicate("labelsPresence", {"labels": ["b"], "presence": False})
     profile = Profile([Predicate("one", first), Predicate("two", second)], [])

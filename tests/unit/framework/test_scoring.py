@@ -11,7 +11,7 @@ import pytest
 from tests.support import cluster, node, pod
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.framework.scoring import best, score
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
 BEST = [
@@ -41,7 +41,7 @@ def test_a_single_best_node_does_not_draw_from_the_random_source() -> None:
 
 def test_each_priority_part_is_worked_out_when_read_and_dropped_with_the_diagnosis() -> None:
     cache = cluster(node("a", cpu="2"), node("b", cpu="16"), pod("p", cpu="1"))
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cache))
     decision = Scheduler(cache, profile, random.Random(1)).schedule(cache.pending["default/p"])
     assert decision.node == "b"
     assert decision.scored is not None
@@ -62,7 +62,7 @@ def test_the_filter_walk_visits_each_node_once_from_any_start(start: int) -> Non
     taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
     nodes = [node(f"n{i:03}", taints=None if i % 20 == 0 else taint) for i in range(200)]
     cache = cluster(*nodes, pod("p", cpu="1"))
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cache))
     scheduler = Scheduler(cache, profile, random.Random(1))
     scheduler.next_start_node_index = start
     decision = scheduler.find_feasible(cache.pending["default/p"])
@@ -77,7 +77,7 @@ def test_scored_nodes_pick_as_the_names_would() -> None:
     """The loop picks from the scored nodes without naming them all; with the same
     random source it picks what ``best`` over the names picks."""
     cache = cluster(*(node(f"n{i}") for i in range(6)), pod("p", cpu="1"))
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cache))
     decision = Scheduler(cache, profile, random.Random(1)).find_feasible(cache.pending["default/p"])
     scored = score(profile.score_steps, decision.state, decision.pod, decision.feasible)
     for totals in ([5, 9, 9, 1, 9, 0], [1, 2, 3, 4, 5, 6], [7] * 6):
@@ -109,7 +109,7 @@ def test_a_walk_narrowed_by_prefilter_moves_the_start_on_over_the_whole_cluster(
         }
     }
     cache = cluster(*nodes, pod("pinned", spec=pinned), pod("free"))
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cache))
     scheduler = Scheduler(cache, profile, random.Random(1))
     scheduler.next_start_node_index = 3
     assert scheduler.find_feasible(cache.pending["default/pinned"]).evaluated == ["n7"]

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 from tests.support import cluster, node, pod
 from volsched.cache.cluster import ClusterCache
 from volsched.scheduling.framework.runner import REASON_UNREADABLE, Scheduler
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
 Raw = dict[str, Any]
 
 
 def scheduler_for(cache: ClusterCache) -> Scheduler:
-    profile = build_profile(default_profile(with_storage=False).policy, PluginSet(cache))
+    profile = build_profile(default_profile(with_storage=False).policy, PluginFactory(cache))
     return Scheduler(cache, profile, random.Random(0))
 
 

@@ -11,7 +11,7 @@ from volsched.cache.cluster import ClusterCache
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.policy import default_policy
 from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
 
 Raw = dict[str, Any]
@@ -57,7 +57,7 @@ def scheduler_for(cache: ClusterCache, kube_scheduler_profile: bool = False) -> 
         if kube_scheduler_profile
         else default_policy(with_storage=False)
     )
-    return Scheduler(cache, build_profile(policy, PluginSet(cache)), random.Random(0))
+    return Scheduler(cache, build_profile(policy, PluginFactory(cache)), random.Random(0))
 
 
 def preempt(

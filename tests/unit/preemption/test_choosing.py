@@ -8,7 +8,7 @@ import pytest
 from tests.support import parse, pod
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.preemption.choosing import candidates_wanted, pick_one_node
-from volsched.scheduling.preemption.victims import Victims
+from volsched.scheduling.preemption.victims import Candidate
 
 HOUR = 3600
 
@@ -25,8 +25,8 @@ def priority_of(p: Pod) -> int:
     return p.priority or 0
 
 
-def on(node: str, *pods: Pod, violations: int = 0) -> Victims:
-    return Victims(node, pods, violations)
+def on(node: str, *pods: Pod, violations: int = 0) -> Candidate:
+    return Candidate(node, pods, violations)
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def on(node: str, *pods: Pod, violations: int = 0) -> Victims:
         pytest.param([on("a", victim("x", 5)), on("b", victim("y", 5))], "a", id="then the first"),
     ],
 )
-def test_pick_one_node(candidates: list[Victims], chosen: str | None) -> None:
+def test_pick_one_node(candidates: list[Candidate], chosen: str | None) -> None:
     picked = pick_one_node(candidates, priority_of)
     assert (picked.node if picked else None) == chosen
 

@@ -4,16 +4,15 @@ their room there when other pods are filtered."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from tests.support import cluster, meta, node, parse, pod
 from tests.unit.preemption.builders import budget, running, scheduler_for
 from volsched.cache.errors import ObjectError
 from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.node_verdicts import active_checks
 from volsched.scheduling.preemption.nominated import NominatedPods
-from volsched.scheduling.preemption.post_filter import active_filters, node_fits
+from volsched.scheduling.preemption.post_filter import node_fits
 
 
 def test_a_budget_is_read_with_its_selector_allowance_and_disrupted_pods() -> None:
@@ -77,10 +76,11 @@ def test_nominated_pods_count_on_their_node(nominated_priority: int, fits: bool)
         pod("new", cpu="1", priority=100),
     )
     scheduler = scheduler_for(cache)
-    nominated = NominatedPods.from_pods([_nominated(cache.pending["default/waiting"], "n1")])
+    nominated = NominatedPods()
+    nominated.nominate(cache.pending["default/waiting"], "n1")
     new = cache.pending["default/new"]
     decision = scheduler.find_node(new)
-    checks = active_filters(scheduler.profile, decision.state)
+    checks = active_checks(scheduler.profile, decision.state)
     status = node_fits(
         checks, scheduler.profile, decision.state, new, cache.nodes["n1"], nominated, cache
     )
@@ -100,21 +100,18 @@ def test_a_nominated_pod_no_longer_pending_holds_no_room_in_the_dry_run() -> Non
         pod("new", cpu="1", priority=100),
     )
     scheduler = scheduler_for(cache)
-    nominated = NominatedPods.from_pods([_nominated(cache.pending["default/waiting"], "n1")])
+    nominated = NominatedPods()
+    nominated.nominate(cache.pending["default/waiting"], "n1")
     cache.delete("Pod", "default/waiting")
     new = cache.pending["default/new"]
     decision = scheduler.find_node(new)
-    checks = active_filters(scheduler.profile, decision.state)
+    checks = active_checks(scheduler.profile, decision.state)
     assert (
         node_fits(
             checks, scheduler.profile, decision.state, new, cache.nodes["n1"], nominated, cache
         )
         is None
     )
-
-
-def _nominated(pod_view: Pod, node_name: str) -> Pod:
-    return dataclasses.replace(pod_view, nominated_node_name=node_name)
 
 
 def test_the_nominator_forgets_and_moves_pods() -> None:

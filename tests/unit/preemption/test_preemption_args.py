@@ -15,7 +15,7 @@ from volsched.cache.errors import ConfigError
 from volsched.scheduling.framework.runner import Scheduler
 from volsched.scheduling.preemption.choosing import candidates_wanted
 from volsched.scheduling.preemption.post_filter import Preemptor
-from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import parse_scheduler_configuration
 
 Raw = dict[str, Any]
@@ -64,7 +64,7 @@ def test_the_arguments_bound_the_dry_run(args: Raw | None, candidates: int) -> N
     for index in range(6):
         objects += [node(f"n{index}", cpu="2"), running(f"low-{index}", f"n{index}", 1, cpu="2")]
     cache = cluster(*objects, preemptor(cpu="2"))
-    profile = build_profile(config.profiles[0].policy, PluginSet(cache))
+    profile = build_profile(config.profiles[0].policy, PluginFactory(cache))
     scheduler = Scheduler(cache, profile, random.Random(0))
     decision = scheduler.find_node(cache.pending["default/high"])
     outcome = Preemptor(scheduler).post_filter(decision)
