@@ -1,7 +1,8 @@
 """Calling one HTTP extender, as kube-scheduler's HTTPExtender does.
 
 ``POST {urlPrefix}/{verb}`` with a JSON body, bounded by the extender's
-``httpTimeout``; anything but 200 with a JSON answer of the verb's shape is an
+``httpTimeout`` from connecting to the last value decoded, the answer bounded in size
+and nesting (``answers``); anything but 200 with a JSON answer of the verb's shape is an
 ``ExtenderError`` whose text is what kube-scheduler would say ("failed filter with
 extender at URL …, code 500", ``Post "…": context deadline exceeded``), so an operator
 can search it. TLS follows upstream's transport: ``enableHTTPS`` without a CA skips
@@ -25,6 +26,13 @@ from typing import Any
 import aiohttp
 
 from volsched.cache.errors import ConfigError
+from volsched.daemon.extenders.answers import (
+    MAX_ANSWER_BYTES,
+    AnswerTooLarge,
+    decode_answer,
+    read_answer,
+    shortened,
+)
 from volsched.daemon.extenders.wire import (
     BadRequest,
     FilterAnswer,
@@ -42,10 +50,11 @@ from volsched.scheduling.extender_config import ExtenderSpec, TLSSpec
 
 
 class ExtenderError(Exception):
-    """A call that failed, or the extender's own ``Error``: the message users see."""
+    """A call that failed, or the extender's own ``Error``: the message users see, cut
+    to a line's length (an extender's text can be megabytes)."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
-        super().__init__(message)
+        super().__init__(shortened(message))
         self.timed_out = timed_out
 
 
@@ -99,11 +108,13 @@ class ExtenderClient:
         session: aiohttp.ClientSession,
         context: ssl.SSLContext | None,
         metrics: Metrics | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.spec = spec
         self.session = session
         self.ssl = context
         self.metrics = metrics
+        self.max_answer_bytes = max_answer_bytes
 
     @property
     def name(self) -> str:
@@ -126,8 +137,11 @@ class ExtenderClient:
                 )
 
     async def _send(self, action: str, args: Mapping[str, Any]) -> Any:
+        """The decoded answer: connecting, sending, reading and decoding all inside the
+        extender's ``httpTimeout``, the answer bounded (``answers``)."""
         url = self.spec.url_prefix.rstrip("/") + "/" + action
         server_name = self.spec.tls.server_name if self.spec.tls is not None else ""
+        phase = "awaiting headers"
         try:
             async with (
                 asyncio.timeout(self.spec.http_timeout_seconds),
@@ -138,20 +152,26 @@ class ExtenderClient:
                     server_hostname=server_name or None,
                 ) as response,
             ):
+                phase = "reading body"
                 if response.status != 200:
+                    response.close()  # whatever it says, it is not read
                     raise ExtenderError(
                         f"failed {action} with extender at URL {url}, code {response.status}"
                     )
-                return await response.json(content_type=None)
+                data = await read_answer(response, self.max_answer_bytes)
+                phase = "decoding body"
+                return await decode_answer(data, self.max_answer_bytes)
         except TimeoutError:
+            # Go's words before the headers; the same form for reading and decoding.
             raise ExtenderError(
-                f'Post "{url}": context deadline exceeded '
-                "(Client.Timeout exceeded while awaiting headers)",
+                f'Post "{url}": context deadline exceeded (Client.Timeout exceeded while {phase})',
                 timed_out=True,
             ) from None
+        except AnswerTooLarge as exc:
+            raise ExtenderError(f"extender at URL {url} answered {action} wrongly: {exc}") from None
         except aiohttp.ClientError as exc:
             raise ExtenderError(f'Post "{url}": {exc or type(exc).__name__}') from None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ExtenderError(
                 f"extender at URL {url} answered {action} with bad JSON: {exc}"
             ) from None
@@ -238,6 +258,7 @@ class Extenders:
         specs: Sequence[ExtenderSpec],
         metrics: Metrics | None = None,
         source: str = "(config)",
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self._session: aiohttp.ClientSession | None = None
         # TLS material is read now, so a bad certificate stops the start with one line.
@@ -249,6 +270,7 @@ class Extenders:
         self._contexts = [contexts[spec] for spec in ordered]
         self._ordered = ordered
         self._metrics = metrics
+        self._max_answer_bytes = max_answer_bytes
         self._clients: list[ExtenderClient] | None = None
 
     @property
@@ -260,7 +282,7 @@ class Extenders:
                 connector=aiohttp.TCPConnector(limit=64),
             )
             self._clients = [
-                ExtenderClient(spec, self._session, context, self._metrics)
+                ExtenderClient(spec, self._session, context, self._metrics, self._max_answer_bytes)
                 for spec, context in zip(self._ordered, self._contexts, strict=True)
             ]
         return self._clients
