@@ -173,6 +173,7 @@ async def list_cluster(
             except ApiError as exc:
                 host = client.api.configuration.host
                 problem = str(exc).removeprefix("0: ")  # no status: the server never answered
+                problem = " ".join(problem.split())  # aiohttp's texts can span lines
                 raise ConfigError(f"{host}: cannot list {info.plural}: {problem}") from None
     finally:
         progress.done()

@@ -50,11 +50,12 @@ from volsched.scheduling.extender_config import ExtenderSpec, TLSSpec
 
 
 class ExtenderError(Exception):
-    """A call that failed, or the extender's own ``Error``: the message users see, cut
-    to a line's length (an extender's text can be megabytes)."""
+    """A call that failed, or the extender's own ``Error``: the message users see, made
+    one line of a line's length (an extender's text can be megabytes, aiohttp's span
+    lines)."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
-        super().__init__(shortened(message))
+        super().__init__(shortened(" ".join(message.split())))
         self.timed_out = timed_out
 
 
