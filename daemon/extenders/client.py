@@ -20,8 +20,8 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -47,6 +47,8 @@ from volsched.daemon.extenders.wire import (
 )
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.scheduling.extender_config import ExtenderSpec, TLSSpec
+
+T = TypeVar("T")
 
 
 class ExtenderError(Exception):
@@ -137,9 +139,11 @@ class ExtenderClient:
                     time.monotonic() - started
                 )
 
-    async def _send(self, action: str, args: Mapping[str, Any]) -> Any:
-        """The decoded answer: connecting, sending, reading and decoding all inside the
-        extender's ``httpTimeout``, the answer bounded (``answers``)."""
+    async def _send(self, action: str, args: Mapping[str, Any], shape: Callable[[Any], T]) -> T:
+        """The answer, decoded and read by ``shape`` (a parser of ``wire``): connecting,
+        sending, reading, decoding and checking all inside the extender's
+        ``httpTimeout``, the answer bounded (``answers``). ``shape``'s ``BadRequest``
+        passes through."""
         url = self.spec.url_prefix.rstrip("/") + "/" + action
         server_name = self.spec.tls.server_name if self.spec.tls is not None else ""
         phase = "awaiting headers"
@@ -161,7 +165,7 @@ class ExtenderClient:
                     )
                 data = await read_answer(response, self.max_answer_bytes)
                 phase = "decoding body"
-                return await decode_answer(data, self.max_answer_bytes)
+                return await decode_answer(data, self.max_answer_bytes, shape)
         except TimeoutError:
             # Go's words before the headers; the same form for reading and decoding.
             raise ExtenderError(
@@ -195,9 +199,10 @@ class ExtenderClient:
         a node-cache-capable extender keeping a node it was not given (upstream's
         check)."""
         with self._observed("filter"):
-            body = await self._send(self.spec.filter_verb, self._args(pod, nodes, names))
             try:
-                answer = filter_answer(body)
+                answer = await self._send(
+                    self.spec.filter_verb, self._args(pod, nodes, names), filter_answer
+                )
             except BadRequest as exc:
                 raise self._bad_answer("filter", exc) from None
             if answer.error:
@@ -215,9 +220,10 @@ class ExtenderClient:
         self, pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], names: Sequence[str]
     ) -> list[tuple[str, int]]:
         with self._observed("prioritize"):
-            body = await self._send(self.spec.prioritize_verb, self._args(pod, nodes, names))
             try:
-                return host_priorities(body)
+                return await self._send(
+                    self.spec.prioritize_verb, self._args(pod, nodes, names), host_priorities
+                )
             except BadRequest as exc:
                 raise self._bad_answer("prioritize", exc) from None
 
@@ -231,9 +237,10 @@ class ExtenderClient:
         (whole pods are sent unless the extender is node-cache-capable)."""
         whole = None if self.spec.node_cache_capable else pods_by_uid
         with self._observed("preempt"):
-            body = await self._send(self.spec.preempt_verb, preemption_args(pod, victims, whole))
             try:
-                return preemption_answer(body)
+                return await self._send(
+                    self.spec.preempt_verb, preemption_args(pod, victims, whole), preemption_answer
+                )
             except BadRequest as exc:
                 raise self._bad_answer("preempt", exc) from None
 
@@ -241,9 +248,10 @@ class ExtenderClient:
         """ExtenderBindingArgs → ExtenderBindingResult; raises unless the extender
         bound the pod."""
         with self._observed("bind"):
-            body = await self._send(self.spec.bind_verb, binding_args(namespace, name, uid, node))
             try:
-                error = binding_error(body)
+                error = await self._send(
+                    self.spec.bind_verb, binding_args(namespace, name, uid, node), binding_error
+                )
             except BadRequest as exc:
                 raise self._bad_answer("bind", exc) from None
             if error:
