@@ -4,10 +4,10 @@ kubectl runs any ``kubectl-volsched`` on the PATH for ``kubectl volsched …`` a
 every argument after the plugin's name, its own global flags included, wherever the user
 put them (``kubectl volsched --context prod explain web -n shop``). This entry point
 takes kubectl's flags for choosing a cluster (``--kubeconfig``, ``--context``,
-``-n/--namespace``) and ``--request-timeout``, in any of kubectl's spellings, from wherever they stand, and runs the
-volsched command with them; the kubeconfig is then found as kubectl finds it
-(``$KUBECONFIG`` and its merging, the current context, the context's namespace: see
-``kubeconfig_merging``).
+``-n/--namespace``) and its ``--request-timeout``, in any of kubectl's spellings, from
+wherever they stand, and runs the volsched command with them; the kubeconfig is then
+found as kubectl finds it (``$KUBECONFIG`` and its merging, the current context, the
+context's namespace: see ``kubeconfig_merging``).
 
 Only the commands that read a cluster and never write to it are offered: ``snapshot``,
 ``simulate`` and ``explain``.
