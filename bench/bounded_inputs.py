@@ -3,7 +3,7 @@ daemon's ``/livez`` answers meanwhile. Each scenario runs in a fresh interpreter
 reports its own peak RSS; the hostile servers run in this process, so their memory is
 not counted.
 
-    python -m bench.bounded_inputs [SCENARIO...]
+    python -m bench.bounded_inputs [SCENARIO...] [--pods 50]
 
 Scenarios:
 
@@ -146,7 +146,7 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def daemon_with_extender(url: str) -> None:
+async def daemon_with_extender(url: str, pods: int) -> None:
     """The daemon against the embedded cluster, one ignorable extender at ``url``;
     prints its HTTP port, then a JSON line once every pod is bound."""
     from volsched.daemon.config.settings import (
@@ -182,16 +182,16 @@ async def daemon_with_extender(url: str) -> None:
     api.load(
         {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}", "namespace": "default"},
          "spec": {"schedulerName": "volsched", "containers": [{"name": "c", "image": "x"}]}}
-        for i in range(PODS)
+        for i in range(pods)
     )  # fmt: skip
     while any(not (api.get("Pod", f"p{i}", "default") or {})["spec"].get("nodeName")
-              for i in range(PODS)):  # fmt: skip
+              for i in range(pods)):  # fmt: skip
         await asyncio.sleep(0.05)
     seconds = time.monotonic() - started
     await daemon.stop()
     await client.close()
     await api.stop()
-    print(json.dumps({"pods_bound": PODS, "seconds": round(seconds, 2),
+    print(json.dumps({"pods_bound": pods, "seconds": round(seconds, 2),
                       "peak_rss_mib": round(_peak_rss_mib(), 1)}))  # fmt: skip
 
 
@@ -209,12 +209,13 @@ def yaml_snapshot(path: Path, size: int) -> None:
                 return
 
 
-def run(scenario: str, workdir: Path) -> dict[str, Any]:
+def run(scenario: str, workdir: Path, pods: int = PODS) -> dict[str, Any]:
     if scenario.startswith("extender"):
         server, handler = serve(
             answer_bytes=12 * MB if scenario == "extender-12mb" else ANSWER_BYTES
         )
-        result = child(["extender", f"http://127.0.0.1:{server.server_address[1]}"], probe=True)
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        result = child(["extender", url, str(pods)], probe=True)
         result["extender_calls"] = handler.requests
     elif scenario == "dev-zero":
         result = child(["cli", "simulate", "/dev/zero"])
@@ -248,19 +249,20 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         kind, *rest = sys.argv[2:]
         if kind == "extender":
-            asyncio.run(daemon_with_extender(rest[0]))
+            asyncio.run(daemon_with_extender(rest[0], int(rest[1])))
         else:
             measured_cli(rest)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scenarios", nargs="*", metavar="SCENARIO", help=", ".join(SCENARIOS))
+    parser.add_argument("--pods", type=int, default=PODS, help="pods of the extender scenarios")
     args = parser.parse_args()
     unknown = set(args.scenarios) - set(SCENARIOS)
     if unknown:
         parser.error(f"unknown scenario {sorted(unknown)[0]}; choose from {', '.join(SCENARIOS)}")
     with tempfile.TemporaryDirectory() as directory:
         for scenario in args.scenarios or SCENARIOS:
-            print(json.dumps(run(scenario, Path(directory))), flush=True)
+            print(json.dumps(run(scenario, Path(directory), args.pods)), flush=True)
 
 
 if __name__ == "__main__":
