@@ -196,8 +196,14 @@ class KubeClient:
     async def read(self, path: str, **kwargs: Any) -> bytes:
         """A GET's body undecoded: ``_json`` decodes it, ``metadata_lists`` reads its own."""
         response = await self._call("GET", path, **kwargs)
-        async with response:
-            status, data = response.status, await response.read()
+        try:
+            async with response:
+                status, data = response.status, await response.read()
+        except TimeoutError:
+            # The request's timeout covers the body: one sent a byte at a time ends here.
+            raise ApiError(0, f"GET {path}: no whole answer in time") from None
+        except aiohttp.ClientError as exc:
+            raise ApiError(0, f"GET {path}: the answer broke off: {exc}") from None
         if not 200 <= status <= 299:
             raise _error(status, data)
         return data

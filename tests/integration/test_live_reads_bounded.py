@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 
 from tests.integration.hostile_api import MIB, HostileApi, page
+from volsched.cache.errors import ApiError
 from volsched.daemon.cli import live
 from volsched.daemon.cli.live_pages import ListLimits
 from volsched.daemon.cli.main import main
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.kubeconfig import api_client
 from volsched.emulator import write_kubeconfig
 
 
@@ -129,3 +132,20 @@ async def test_a_well_behaved_server_is_read(
     captured = capsys.readouterr()
     assert status == 0, captured.err
     assert json.loads(captured.out) == {"pods": [], "volumes": []}
+
+
+async def test_the_daemons_own_list_of_a_trickled_body_is_an_api_error(
+    api: HostileApi, tmp_path: Path
+) -> None:
+    """The daemon's client (which the watches retry on ``ApiError``) used to raise the
+    bare TimeoutError of a body still arriving at its request timeout."""
+    api.behaviour = "trickle"
+    kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", api.url))
+    client = KubeClient(await api_client(kubeconfig), request_timeout_seconds=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ApiError, match="GET /api/v1/nodes: no whole answer in time"):
+            await client.list("Node")
+    finally:
+        await client.close()
+    assert time.monotonic() - started < 2
