@@ -114,6 +114,18 @@ def _whole_items(body: Raw, kind: str) -> list[Raw]:
     return items
 
 
+async def _read(response: aiohttp.ClientResponse, path: str) -> tuple[int, bytes]:
+    """A GET's status and body; the request's timeout covers the body, so one sent a
+    byte at a time ends here, as an ``ApiError`` like any failed request."""
+    try:
+        async with response:
+            return response.status, await response.read()
+    except TimeoutError:
+        raise ApiError(0, f"GET {path}: no whole answer in time") from None
+    except aiohttp.ClientError as exc:
+        raise ApiError(0, f"GET {path}: the answer broke off: {exc}") from None
+
+
 def _list_version(body: Raw) -> str:
     return str((body.get("metadata") or {}).get("resourceVersion") or "")
 
@@ -195,15 +207,7 @@ class KubeClient:
 
     async def read(self, path: str, **kwargs: Any) -> bytes:
         """A GET's body undecoded: ``_json`` decodes it, ``metadata_lists`` reads its own."""
-        response = await self._call("GET", path, **kwargs)
-        try:
-            async with response:
-                status, data = response.status, await response.read()
-        except TimeoutError:
-            # The request's timeout covers the body: one sent a byte at a time ends here.
-            raise ApiError(0, f"GET {path}: no whole answer in time") from None
-        except aiohttp.ClientError as exc:
-            raise ApiError(0, f"GET {path}: the answer broke off: {exc}") from None
+        status, data = await _read(await self._call("GET", path, **kwargs), path)
         if not 200 <= status <= 299:
             raise _error(status, data)
         return data
