@@ -56,7 +56,6 @@ last_flush_error
 journal_update  # the store's journal API (journal_open / update / close)
 delete_entry  # cache/store/journal.py: its removal belongs with the store's own change
 reloads  # daemon/http/tls_files.py: certificate reloads
-recovered  # daemon/runtime/app.py: what start-up recovery finished
 loaded_from_snapshot  # daemon/watch/cache_sync.py
 discarded_foreign_state  # daemon/watch/cache_sync.py
 restarts  # daemon/watch/watching.py: per-kind watch restarts

@@ -4,10 +4,10 @@ kubectl runs any ``kubectl-volsched`` on the PATH for ``kubectl volsched …`` a
 every argument after the plugin's name, its own global flags included, wherever the user
 put them (``kubectl volsched --context prod explain web -n shop``). This entry point
 takes kubectl's flags for choosing a cluster (``--kubeconfig``, ``--context``,
-``-n/--namespace``, in any of kubectl's spellings) from wherever they stand, and runs the
-volsched command with them; the kubeconfig is then found as kubectl finds it
-(``$KUBECONFIG`` and its merging, the current context, the context's namespace: see
-``kubeconfig_merging``).
+``-n/--namespace``) and its ``--request-timeout``, in any of kubectl's spellings, from
+wherever they stand, and runs the volsched command with them; the kubeconfig is then
+found as kubectl finds it (``$KUBECONFIG`` and its merging, the current context, the
+context's namespace: see ``kubeconfig_merging``).
 
 Only the commands that read a cluster and never write to it are offered: ``snapshot``,
 ``simulate`` and ``explain``.
@@ -37,6 +37,7 @@ kubectl flags:
   --kubeconfig FILE         kubeconfig (default: $KUBECONFIG, else ~/.kube/config)
   --context NAME            kubeconfig context (default: the current context)
   -n, --namespace NS        namespace of a pod named without one (default: the context's)
+  --request-timeout 30s     give up on a request not answered whole within this
 
 Run `kubectl volsched COMMAND --help` for a command's options.
 """
@@ -51,6 +52,7 @@ def _kubectl_flags() -> argparse.ArgumentParser:
     flags.add_argument("--kubeconfig")
     flags.add_argument("--context")
     flags.add_argument("-n", "--namespace")
+    flags.add_argument("--request-timeout")
     return flags
 
 
@@ -67,6 +69,7 @@ def volsched_argv(argv: Sequence[str]) -> list[str]:
         ("--kubeconfig", known.kubeconfig),
         ("--context", known.context),
         ("--namespace", known.namespace),
+        ("--request-timeout", known.request_timeout),
     ):
         if value is not None:
             options += [flag, value]

@@ -1,13 +1,14 @@
 """A live cluster, read and never written: ``volsched snapshot`` and the forms of
 ``simulate`` and ``explain`` that read a cluster instead of files.
 
-    volsched snapshot [--kubeconfig FILE] [--context C] [-o FILE]
+    volsched snapshot [--kubeconfig FILE] [--context C] [--request-timeout 30s] [-o FILE]
     volsched simulate [--kubeconfig FILE] [--context C] [same options as with files]
     volsched explain [NAMESPACE/]POD [--kubeconfig FILE] [--context C] [-n NAMESPACE]
 
 The kubeconfig is found as kubectl finds it (``--kubeconfig``, else ``$KUBECONFIG``,
 else ``~/.kube/config``; see ``kubeconfig_merging``). Every kind ``simulate`` reads is
-listed in pages (``limit`` / ``continue``), volsched's and Longhorn's storage kinds only
+listed in pages (``limit`` / ``continue``, bounded in size, count and time by
+``live_pages``), volsched's and Longhorn's storage kinds only
 when discovery says their CRDs are served, and each object is cut down to the fields
 scheduling reads (``read_fields``) before it goes anywhere: a container's env, args and
 command, and secrets, never leave the cluster. A snapshot is a ``kind: List`` that
@@ -33,8 +34,15 @@ import yaml
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ApiError, ConfigError, Gone
+from volsched.cache.objects.durations import go_duration_seconds
 from volsched.cache.objects.read_fields import read_fields
 from volsched.cache.objects.registry import KINDS, kind_of
+from volsched.daemon.cli.live_pages import (
+    DEFAULT_REQUEST_TIMEOUT_SECONDS,
+    ListLimits,
+    list_pages,
+)
+from volsched.daemon.cli.live_pages import served as served_resources
 from volsched.daemon.cli.snapshot_files import load_objects, load_snapshot
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.kubeconfig_merging import (
@@ -43,6 +51,7 @@ from volsched.daemon.kube.kubeconfig_merging import (
     kubeconfig_paths,
     load_kubeconfig,
 )
+from volsched.daemon.kube.resources import resource
 from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS
 
 Raw = dict[str, Any]
@@ -75,6 +84,13 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "--namespace",
         metavar="NAMESPACE",
         help="namespace of a pod named without one (default: the context's)",
+    )
+    parser.add_argument(
+        "--request-timeout",
+        metavar="DURATION",
+        type=request_timeout,
+        default=DEFAULT_REQUEST_TIMEOUT_SECONDS,
+        help="give up on a request not answered whole within this (default: 30s)",
     )
 
 
@@ -109,13 +125,16 @@ class Progress:
             self.stream.flush()
 
 
-async def _list_kind(client: KubeClient, kind: str, progress: Progress, total: int) -> list[Raw]:
+async def _list_kind(
+    client: KubeClient, kind: str, progress: Progress, total: int, limits: ListLimits
+) -> list[Raw]:
     info = KINDS[kind]
     selector = POD_FIELD_SELECTOR if kind == "Pod" else None
     for attempt in range(RELISTS + 1):
         kept: list[Raw] = []
         try:
-            async for page, _ in client.list_pages(kind, PAGE_SIZE, selector):
+            path = resource(kind).path()
+            async for page in list_pages(client, path, PAGE_SIZE, selector, limits):
                 for item in page:
                     item["kind"] = api_kind(kind)
                     item["apiVersion"] = info.api_version
@@ -130,8 +149,12 @@ async def _list_kind(client: KubeClient, kind: str, progress: Progress, total: i
     return []  # not reached: the last attempt returns or raises
 
 
-async def list_cluster(client: KubeClient, progress: Progress) -> list[Raw]:
-    """Every object ``simulate`` reads, cut down to the fields scheduling reads."""
+async def list_cluster(
+    client: KubeClient, progress: Progress, limits: ListLimits | None = None
+) -> list[Raw]:
+    """Every object ``simulate`` reads, cut down to the fields scheduling reads, within
+    ``limits`` (see ``live_pages``)."""
+    limits = limits if limits is not None else ListLimits()
     objects: list[Raw] = []
     served: dict[str, frozenset[str]] = {}
     try:
@@ -141,22 +164,44 @@ async def list_cluster(client: KubeClient, progress: Progress) -> list[Raw]:
                 if kind in STORAGE_KINDS:
                     # A CRD that is not installed is nothing to read, not an error.
                     if info.api_version not in served:
-                        served[info.api_version] = await client.served(info.api_version)
+                        served[info.api_version] = await served_resources(
+                            client, info.api_version, limits
+                        )
                     if info.plural not in served[info.api_version]:
                         continue
-                objects += await _list_kind(client, kind, progress, len(objects))
+                objects += await _list_kind(client, kind, progress, len(objects), limits)
             except ApiError as exc:
                 host = client.api.configuration.host
                 problem = str(exc).removeprefix("0: ")  # no status: the server never answered
+                problem = " ".join(problem.split())  # aiohttp's texts can span lines
                 raise ConfigError(f"{host}: cannot list {info.plural}: {problem}") from None
     finally:
         progress.done()
     return objects
 
 
-async def read_cluster(kubeconfig: Kubeconfig, progress: Progress) -> list[Raw]:
+async def read_cluster(
+    kubeconfig: Kubeconfig, progress: Progress, limits: ListLimits | None = None
+) -> list[Raw]:
     async with read_only_client(kubeconfig) as client:
-        return await list_cluster(client, progress)
+        return await list_cluster(client, progress, limits)
+
+
+def request_timeout(text: str) -> float:
+    """``--request-timeout``: seconds (``30``) or a duration (``30s``, ``1m``), above 0."""
+    seconds = go_duration_seconds(text)
+    if seconds is None:
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = None
+    if seconds is None or not 0 < seconds < 86_400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration above 0 (e.g. 30s)")
+    return seconds
+
+
+def _limits(args: argparse.Namespace) -> ListLimits:
+    return ListLimits(request_timeout_seconds=args.request_timeout)
 
 
 def load_cluster(args: argparse.Namespace, environ: Mapping[str, str]) -> ClusterCache:
@@ -165,7 +210,8 @@ def load_cluster(args: argparse.Namespace, environ: Mapping[str, str]) -> Cluste
         if args.kubeconfig or args.context:
             raise ConfigError("give snapshot files or --kubeconfig/--context, not both")
         return load_snapshot(args.files)
-    objects = asyncio.run(read_cluster(chosen_kubeconfig(args, environ), Progress(sys.stderr)))
+    kubeconfig = chosen_kubeconfig(args, environ)
+    objects = asyncio.run(read_cluster(kubeconfig, Progress(sys.stderr), _limits(args)))
     return load_objects((_where(raw), raw) for raw in objects)
 
 
@@ -211,7 +257,7 @@ def write_snapshot(document: Raw, out: TextIO, as_json: bool) -> None:
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
     kubeconfig = chosen_kubeconfig(args, os.environ)
-    objects = asyncio.run(read_cluster(kubeconfig, Progress(sys.stderr)))
+    objects = asyncio.run(read_cluster(kubeconfig, Progress(sys.stderr), _limits(args)))
     document = snapshot_document(objects)
     if not args.output or args.output == "-":
         write_snapshot(document, sys.stdout, as_json=False)

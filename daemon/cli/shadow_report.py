@@ -14,13 +14,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from volsched.cache.errors import ConfigError
+from volsched.cache.file_limits import (
+    MAX_FILE_BYTES,
+    FileLimitError,
+    read_bounded,
+    read_text_bounded,
+    shown_size,
+)
+from volsched.cache.json_limits import JsonLimitError, loads_bounded
 
+# The whole read of a report, connection to last byte.
 TIMEOUT_SECONDS = 10.0
+TOKEN_FILE_BYTES = 64 * 1024
 # The order a reader wants: agreement first, then each kind of difference.
 OUTCOME_LABELS = {
     "agreed": "same node",
@@ -43,7 +53,11 @@ def _fetch(url: str, token_file: str | None, ca_file: str | None, insecure: bool
     headers = {"Accept": "application/json"}
     if token_file:
         try:
-            token = Path(token_file).read_text(encoding="utf-8").strip()
+            token = read_text_bounded(token_file, TOKEN_FILE_BYTES).strip()
+        except FileLimitError as exc:
+            raise ConfigError(f"--token-file {token_file}: {exc}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"--token-file {token_file}: not UTF-8 text") from None
         except OSError as exc:
             raise ConfigError(f"--token-file {token_file}: cannot read: {exc.strerror}") from None
         headers["Authorization"] = f"Bearer {token}"
@@ -59,20 +73,40 @@ def _fetch(url: str, token_file: str | None, ca_file: str | None, insecure: bool
     request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS, context=context) as answer:
-            body: bytes = answer.read()
-            return body
+            return _read_within(answer, url)
     except urllib.error.HTTPError as exc:
-        detail = exc.read().decode("utf-8", "replace").strip()[:200]
+        detail = exc.read(4096).decode("utf-8", "replace").strip()[:200]
         raise ConfigError(f"{url}: HTTP {exc.code}: {detail or exc.reason}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise ConfigError(f"{url}: cannot read the report: {reason}") from None
 
 
+def _read_within(answer: Any, url: str) -> bytes:
+    """The body, refused past ``MAX_FILE_BYTES`` or ``TIMEOUT_SECONDS`` in all: the
+    socket's timeout only bounds each wait, and a server sending a byte a second never
+    trips it. ``read1`` returns after one receive, so the deadline is checked often."""
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk: bytes = answer.read1(64 * 1024)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_FILE_BYTES:
+            raise ConfigError(f"{url}: the report is larger than {shown_size(MAX_FILE_BYTES)}")
+        if time.monotonic() > deadline:
+            raise ConfigError(f"{url}: the report took more than {TIMEOUT_SECONDS:g}s to read")
+
+
 def parse_report(data: bytes, source: str) -> dict[str, Any]:
     """The report's JSON, checked for the parts the table shows."""
     try:
-        report = json.loads(data)
+        report = loads_bounded(data)
+    except JsonLimitError as exc:
+        raise ConfigError(f"{source}: not a shadow report ({exc})") from None
     except (ValueError, RecursionError):
         raise ConfigError(f"{source}: not a shadow report (not JSON)") from None
     if not isinstance(report, dict):
@@ -162,7 +196,9 @@ def report_table(report: Mapping[str, Any]) -> str:
 def cmd_shadow_report(args: argparse.Namespace) -> int:
     if args.file:
         try:
-            data = Path(args.file).read_bytes()
+            data = read_bounded(args.file)
+        except FileLimitError as exc:
+            raise ConfigError(f"{args.file}: {exc}") from None
         except OSError as exc:
             raise ConfigError(f"{args.file}: cannot read: {exc.strerror or exc}") from None
         report = parse_report(data, args.file)

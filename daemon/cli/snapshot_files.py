@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.errors import ConfigError, ObjectError
+from volsched.cache.file_limits import FileLimitError, read_text_bounded
 from volsched.cache.objects.registry import KINDS, kind_of
 from volsched.cache.objects.storage import PersistentVolumeClaim
 from volsched.cache.yaml_limits import YamlLimitError, load_all
@@ -26,7 +27,9 @@ from volsched.daemon.cli.admission import RUNTIME_CLASS, Admission
 
 def _documents(path: Path) -> Iterator[tuple[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_bounded(path)
+    except FileLimitError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

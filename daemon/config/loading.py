@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from volsched.cache.errors import ConfigError
+from volsched.cache.file_limits import FileLimitError, read_text_bounded
 from volsched.cache.objects.core import DEFAULT_SCHEDULER
 from volsched.cache.objects.durations import duration_problem, go_duration_seconds
 from volsched.cache.yaml_limits import YamlLimitError, load_all
@@ -367,7 +367,9 @@ def load_settings(
     if path is None:
         return _with_gates(settings_from_data({}, "(defaults)", env), feature_gates)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(path)
+    except FileLimitError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

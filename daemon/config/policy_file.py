@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from volsched.cache.errors import ConfigError
+from volsched.cache.file_limits import FileLimitError, read_bounded
 from volsched.cache.json_limits import JsonLimitError, loads_bounded
 from volsched.scheduling.policy import PolicySpec, parse_policy
 
 
 def load_policy_file(path: str) -> PolicySpec:
     try:
-        raw = Path(path).read_bytes()
+        raw = read_bounded(path)
+    except FileLimitError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:

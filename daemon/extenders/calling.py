@@ -4,7 +4,9 @@ upstream's rules of who is asked and what an error means.
 - **filter** (findNodesThatPassExtenders): after the in-tree filters, one extender after
   the other on the nodes still feasible, each only for a pod it is interested in
   (``managedResources``); an error fails the pod's cycle unless the extender is
-  ``ignorable``, then it is skipped and logged.
+  ``ignorable``, then it is skipped and logged. Every failure counts — an error
+  status, a timeout, an answer too large, too deep, not JSON or of the wrong shape —
+  and each is logged once, not once per pod (``failure_log``).
 - **prioritize** (prioritizeNodes): the interested extenders at once; an error only
   costs that extender's scores, ignorable or not (upstream logs it and goes on).
 - **preempt** (callExtenders): each interested extender with a preempt verb may drop
@@ -28,6 +30,7 @@ from typing import Any
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import CPU, Node, Pod
 from volsched.daemon.extenders.client import ExtenderClient, ExtenderError, Extenders
+from volsched.daemon.extenders.failure_log import FailureLog
 from volsched.daemon.extenders.wire import Victims
 from volsched.daemon.watch.ingest import Ingest
 from volsched.scheduling.extender_results import (
@@ -100,6 +103,7 @@ class ExtenderCalls:
         self.extenders = extenders
         self.cluster = cluster
         self.ingest = ingest
+        self.failures = FailureLog(log)
         ingest.keep_raw("Pod", "Node")
 
     def _pod_json(self, pod: Pod) -> dict[str, Any]:
@@ -117,7 +121,7 @@ class ExtenderCalls:
         return [] if client.spec.node_cache_capable else [self._node_json(n) for n in names]
 
     def _skipped(self, client: ExtenderClient, verb: str, exc: ExtenderError) -> None:
-        log.info("skipping extender %s in %s (ignorable): %s", client.name, verb, exc)
+        self.failures.failed(client.name, verb, f"skipped in {verb} (ignorable)", str(exc))
 
     async def filter(self, decision: Decision) -> None:
         """Narrow ``decision.feasible`` by each interested extender in turn; a failing
@@ -139,6 +143,7 @@ class ExtenderCalls:
                     continue
                 failed_cycle(decision, str(exc))
                 return
+            self.failures.recovered(client.name, "filter")
             apply_filter_result(
                 decision,
                 client.name,
@@ -167,10 +172,11 @@ class ExtenderCalls:
         for client, answer in zip(asked, answers, strict=True):
             if isinstance(answer, ExtenderError):
                 # Upstream: a prioritize error only costs this extender's scores.
-                log.info("extender %s gave no scores for %s: %s", client.name, pod.meta.key, answer)
+                self.failures.failed(client.name, "prioritize", "gave no scores", str(answer))
                 continue
             if isinstance(answer, BaseException):
                 raise answer
+            self.failures.recovered(client.name, "prioritize")
             weighted.append((answer, client.spec.weight))
         return combined_scores(weighted)
 
@@ -197,12 +203,12 @@ class ExtenderCalls:
             }
             try:
                 kept = await client.preempt(pod_json, wire, by_uid)
+                current = self._victims_back(client, kept)
             except ExtenderError as exc:
                 if client.spec.ignorable:
                     self._skipped(client, "preempt", exc)
                     continue
                 raise
-            current = self._victims_back(client, kept)
         return current
 
     def _victims_back(

@@ -1,7 +1,8 @@
 """Calling one HTTP extender, as kube-scheduler's HTTPExtender does.
 
 ``POST {urlPrefix}/{verb}`` with a JSON body, bounded by the extender's
-``httpTimeout``; anything but 200 with a JSON answer of the verb's shape is an
+``httpTimeout`` from connecting to the last value decoded, the answer bounded in size
+and nesting (``answers``); anything but 200 with a JSON answer of the verb's shape is an
 ``ExtenderError`` whose text is what kube-scheduler would say ("failed filter with
 extender at URL …, code 500", ``Post "…": context deadline exceeded``), so an operator
 can search it. TLS follows upstream's transport: ``enableHTTPS`` without a CA skips
@@ -19,12 +20,19 @@ import os
 import ssl
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import aiohttp
 
 from volsched.cache.errors import ConfigError
+from volsched.daemon.extenders.answers import (
+    MAX_ANSWER_BYTES,
+    AnswerTooLarge,
+    decode_answer,
+    read_answer,
+    shortened,
+)
 from volsched.daemon.extenders.wire import (
     BadRequest,
     FilterAnswer,
@@ -40,12 +48,16 @@ from volsched.daemon.extenders.wire import (
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.scheduling.extender_config import ExtenderSpec, TLSSpec
 
+T = TypeVar("T")
+
 
 class ExtenderError(Exception):
-    """A call that failed, or the extender's own ``Error``: the message users see."""
+    """A call that failed, or the extender's own ``Error``: the message users see, made
+    one line of a line's length (an extender's text can be megabytes, aiohttp's span
+    lines)."""
 
     def __init__(self, message: str, timed_out: bool = False) -> None:
-        super().__init__(message)
+        super().__init__(shortened(" ".join(message.split())))
         self.timed_out = timed_out
 
 
@@ -99,11 +111,13 @@ class ExtenderClient:
         session: aiohttp.ClientSession,
         context: ssl.SSLContext | None,
         metrics: Metrics | None = None,
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self.spec = spec
         self.session = session
         self.ssl = context
         self.metrics = metrics
+        self.max_answer_bytes = max_answer_bytes
 
     @property
     def name(self) -> str:
@@ -125,9 +139,14 @@ class ExtenderClient:
                     time.monotonic() - started
                 )
 
-    async def _send(self, action: str, args: Mapping[str, Any]) -> Any:
+    async def _send(self, action: str, args: Mapping[str, Any], shape: Callable[[Any], T]) -> T:
+        """The answer, decoded and read by ``shape`` (a parser of ``wire``): connecting,
+        sending, reading, decoding and checking all inside the extender's
+        ``httpTimeout``, the answer bounded (``answers``). ``shape``'s ``BadRequest``
+        passes through."""
         url = self.spec.url_prefix.rstrip("/") + "/" + action
         server_name = self.spec.tls.server_name if self.spec.tls is not None else ""
+        phase = "awaiting headers"
         try:
             async with (
                 asyncio.timeout(self.spec.http_timeout_seconds),
@@ -138,20 +157,26 @@ class ExtenderClient:
                     server_hostname=server_name or None,
                 ) as response,
             ):
+                phase = "reading body"
                 if response.status != 200:
+                    response.close()  # whatever it says, it is not read
                     raise ExtenderError(
                         f"failed {action} with extender at URL {url}, code {response.status}"
                     )
-                return await response.json(content_type=None)
+                data = await read_answer(response, self.max_answer_bytes)
+                phase = "decoding body"
+                return await decode_answer(data, self.max_answer_bytes, shape)
         except TimeoutError:
+            # Go's words before the headers; the same form for reading and decoding.
             raise ExtenderError(
-                f'Post "{url}": context deadline exceeded '
-                "(Client.Timeout exceeded while awaiting headers)",
+                f'Post "{url}": context deadline exceeded (Client.Timeout exceeded while {phase})',
                 timed_out=True,
             ) from None
+        except AnswerTooLarge as exc:
+            raise ExtenderError(f"extender at URL {url} answered {action} wrongly: {exc}") from None
         except aiohttp.ClientError as exc:
             raise ExtenderError(f'Post "{url}": {exc or type(exc).__name__}') from None
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise ExtenderError(
                 f"extender at URL {url} answered {action} with bad JSON: {exc}"
             ) from None
@@ -174,9 +199,10 @@ class ExtenderClient:
         a node-cache-capable extender keeping a node it was not given (upstream's
         check)."""
         with self._observed("filter"):
-            body = await self._send(self.spec.filter_verb, self._args(pod, nodes, names))
             try:
-                answer = filter_answer(body)
+                answer = await self._send(
+                    self.spec.filter_verb, self._args(pod, nodes, names), filter_answer
+                )
             except BadRequest as exc:
                 raise self._bad_answer("filter", exc) from None
             if answer.error:
@@ -194,9 +220,10 @@ class ExtenderClient:
         self, pod: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]], names: Sequence[str]
     ) -> list[tuple[str, int]]:
         with self._observed("prioritize"):
-            body = await self._send(self.spec.prioritize_verb, self._args(pod, nodes, names))
             try:
-                return host_priorities(body)
+                return await self._send(
+                    self.spec.prioritize_verb, self._args(pod, nodes, names), host_priorities
+                )
             except BadRequest as exc:
                 raise self._bad_answer("prioritize", exc) from None
 
@@ -210,9 +237,10 @@ class ExtenderClient:
         (whole pods are sent unless the extender is node-cache-capable)."""
         whole = None if self.spec.node_cache_capable else pods_by_uid
         with self._observed("preempt"):
-            body = await self._send(self.spec.preempt_verb, preemption_args(pod, victims, whole))
             try:
-                return preemption_answer(body)
+                return await self._send(
+                    self.spec.preempt_verb, preemption_args(pod, victims, whole), preemption_answer
+                )
             except BadRequest as exc:
                 raise self._bad_answer("preempt", exc) from None
 
@@ -220,9 +248,10 @@ class ExtenderClient:
         """ExtenderBindingArgs → ExtenderBindingResult; raises unless the extender
         bound the pod."""
         with self._observed("bind"):
-            body = await self._send(self.spec.bind_verb, binding_args(namespace, name, uid, node))
             try:
-                error = binding_error(body)
+                error = await self._send(
+                    self.spec.bind_verb, binding_args(namespace, name, uid, node), binding_error
+                )
             except BadRequest as exc:
                 raise self._bad_answer("bind", exc) from None
             if error:
@@ -238,6 +267,7 @@ class Extenders:
         specs: Sequence[ExtenderSpec],
         metrics: Metrics | None = None,
         source: str = "(config)",
+        max_answer_bytes: int = MAX_ANSWER_BYTES,
     ) -> None:
         self._session: aiohttp.ClientSession | None = None
         # TLS material is read now, so a bad certificate stops the start with one line.
@@ -249,6 +279,7 @@ class Extenders:
         self._contexts = [contexts[spec] for spec in ordered]
         self._ordered = ordered
         self._metrics = metrics
+        self._max_answer_bytes = max_answer_bytes
         self._clients: list[ExtenderClient] | None = None
 
     @property
@@ -260,7 +291,7 @@ class Extenders:
                 connector=aiohttp.TCPConnector(limit=64),
             )
             self._clients = [
-                ExtenderClient(spec, self._session, context, self._metrics)
+                ExtenderClient(spec, self._session, context, self._metrics, self._max_answer_bytes)
                 for spec, context in zip(self._ordered, self._contexts, strict=True)
             ]
         return self._clients

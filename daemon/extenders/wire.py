@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from volsched.daemon.extenders.answers import shortened
+
 INT64 = 2**63
 
 
@@ -144,7 +146,8 @@ def _reasons(body: Mapping[str, Any], name: str) -> dict[str, str]:
         isinstance(k, str) and isinstance(v, str) for k, v in value.items()
     ):
         raise BadRequest(f"{name} must map node names to reasons")
-    return dict(value)
+    # Reasons end up in events and messages users read: a line each, however long.
+    return {node: shortened(reason) for node, reason in value.items()}
 
 
 def filter_answer(body: Any) -> FilterAnswer:

@@ -91,6 +91,18 @@ def _stalled(kind: str, overdue_seconds: float, timeout_seconds: int) -> ApiErro
     )
 
 
+async def _read(response: aiohttp.ClientResponse, path: str) -> tuple[int, bytes]:
+    """A GET's status and body; the request's timeout covers the body, so one sent a
+    byte at a time ends here, as an ``ApiError`` like any failed request."""
+    try:
+        async with response:
+            return response.status, await response.read()
+    except TimeoutError:
+        raise ApiError(0, f"GET {path}: no whole answer in time") from None
+    except aiohttp.ClientError as exc:
+        raise ApiError(0, f"GET {path}: the answer broke off: {exc}") from None
+
+
 class KubeClient:
     """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
 
@@ -168,9 +180,7 @@ class KubeClient:
 
     async def read(self, path: str, **kwargs: Any) -> bytes:
         """A GET's body undecoded: ``_json`` decodes it, ``metadata_lists`` reads its own."""
-        response = await self._call("GET", path, **kwargs)
-        async with response:
-            status, data = response.status, await response.read()
+        status, data = await _read(await self._call("GET", path, **kwargs), path)
         if not 200 <= status <= 299:
             raise error_of(status, data)
         return data

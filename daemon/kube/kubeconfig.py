@@ -15,7 +15,6 @@ import base64
 import binascii
 import ssl
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +23,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from volsched.cache.errors import ConfigError
+from volsched.cache.file_limits import FileLimitError, read_text_bounded
 from volsched.cache.yaml_limits import YamlLimitError, load_one
 
 # What kubernetes-asyncio's loaders raise on a file they cannot use (an AssertionError
@@ -51,7 +51,9 @@ def read_kubeconfig(path: str) -> dict[str, Any]:
         return credentials_error(path, problem)
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_text_bounded(path)
+    except FileLimitError as exc:
+        raise fail(str(exc)) from None
     except OSError as exc:
         raise fail(exc.strerror or str(exc)) from None
     except UnicodeDecodeError:

@@ -266,3 +266,31 @@ def test_tls_material_that_cannot_be_read_is_one_error_naming_the_entry(tmp_path
     message = str(error.value)
     assert message.startswith("cfg.yaml: extenders[1].tlsConfig: ")
     assert "No such file" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("ignorable", [False, True])
+async def test_preempt_victims_that_do_not_exist_are_skipped_when_ignorable(
+    served: Served, ignorable: bool
+) -> None:
+    """Upstream's ProcessPreemption fails on a victim the node does not hold, and an
+    ignorable extender's failure is skipped: the candidates stay as they were."""
+    served.answers["preempt"] = answer(
+        200, {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "uid-ghost"}]}}}
+    )
+    await served.start()
+    cluster, ingest = setup(node("n1"), placed("a", "n1"), pod("p"))
+    calls = calls_for(
+        f"[{{urlPrefix: '{served.url()}', preemptVerb: preempt, nodeCacheCapable: true,"
+        f" ignorable: {str(ignorable).lower()}}}]",
+        cluster,
+        ingest,
+    )
+    candidates = {"n1": victims_on(cluster, "n1")}
+    try:
+        if ignorable:
+            assert await calls.preempt(cluster.pods["default/p"], candidates) == candidates
+        else:
+            with pytest.raises(ExtenderError, match=r"claims to preempt pod \(UID: uid-ghost\)"):
+                await calls.preempt(cluster.pods["default/p"], candidates)
+    finally:
+        await calls.extenders.close()

@@ -37,6 +37,10 @@ ROOT = Path(__file__).resolve().parents[2]
             ["snapshot", "--namespace=shop", "-o", "out.yaml", "--context=dev"],
             ["snapshot", "-o", "out.yaml", "--context", "dev", "--namespace", "shop"],
         ),
+        (
+            ["--request-timeout=5s", "simulate"],
+            ["simulate", "--request-timeout", "5s"],
+        ),
     ],
 )
 def test_kubectl_flags_are_taken_from_wherever_they_stand(
