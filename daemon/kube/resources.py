@@ -27,7 +27,8 @@ class Resource:
 
 
 EXTRA_RESOURCES = {
-    "Event": Resource("v1", "events", True),
+    # Events are written through events.k8s.io/v1, as kube-scheduler writes them.
+    "Event": Resource("events.k8s.io/v1", "events", True),
     "Lease": Resource("coordination.k8s.io/v1", "leases", True),
     "ServiceAccount": Resource("v1", "serviceaccounts", True),
     "TokenReview": Resource("authentication.k8s.io/v1", "tokenreviews", False),

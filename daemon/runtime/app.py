@@ -252,6 +252,8 @@ class Daemon:
             self.binder.client, self.cluster, self.ingest, self.replicas, self._leading
         )
         self._tasks.append(asyncio.create_task(self.reconciler.run(), name="replica placement"))
+        # Event series' counts are written on a heartbeat, not at every repeat.
+        self._tasks.append(asyncio.create_task(self.reporter.keep_series(), name="event series"))
         self._elector_task = asyncio.create_task(
             self.elector.run(self._started_leading, self._stopped_leading), name="leader election"
         )
