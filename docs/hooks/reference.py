@@ -210,6 +210,7 @@ def render_events(_: Context) -> str:
                 f"`{name}`",
                 event["type"] if event else "",
                 code(event["reason"]) if event else "",
+                code(event["action"]) if event else "",
                 code(event["note"]) if event else "",
                 code(f"PodScheduled={condition['status']}, reason {condition['reason']}")
                 if condition
@@ -218,7 +219,8 @@ def render_events(_: Context) -> str:
             )
         )
     events = table(
-        ("Reporter", "Event type", "Event reason", "Message", "Pod condition", "Note"), rows
+        ("Reporter", "Event type", "Event reason", "Action", "Event note", "Pod condition", "Note"),
+        rows,
     )
     victim = table(
         ("Condition type", "Reason", "Message", "Event message"),
