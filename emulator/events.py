@@ -9,6 +9,10 @@ every other kind's name in the registry; only core/v1 events are exempt).
 
 ``eventTime`` is a metav1.MicroTime: exactly six fractional digits.  A malformed one is
 a decoding error (400), as upstream, where the JSON decoder rejects it before validation.
+
+An events.k8s.io/v1 ``series`` has a ``count`` of at least 2 and a ``lastObservedTime``;
+an update (or patch) of such an event may change its series and nothing else of the
+event: what happened, to what, said by whom, stays as first recorded.
 """
 
 from __future__ import annotations
@@ -41,10 +45,58 @@ def decode_errors(resource: ResourceType, body: Raw) -> ApiError | None:
     )
 
 
+# What an events.k8s.io/v1 update may not change (upstream's ValidateEventUpdate).
+IMMUTABLE_FIELDS = (
+    "eventTime",
+    "reportingController",
+    "reportingInstance",
+    "action",
+    "reason",
+    "regarding",
+    "related",
+    "note",
+    "type",
+    "deprecatedSource",
+    "deprecatedFirstTimestamp",
+    "deprecatedLastTimestamp",
+    "deprecatedCount",
+)
+
+
+def update_errors(resource: ResourceType, old: Raw, new: Raw) -> list[FieldError]:
+    if not strict(resource):
+        return []
+    errors = validation_errors(resource, new)
+    for field in IMMUTABLE_FIELDS:
+        if old.get(field) != new.get(field):
+            errors.append(FieldError(field, "Invalid value", "field is immutable", new.get(field)))
+    return errors
+
+
+def _series_errors(event: Raw) -> list[FieldError]:
+    series = event.get("series")
+    if series is None:
+        return []
+    if not isinstance(series, dict):
+        return [FieldError("series", "Invalid value", "must be an object", series)]
+    errors = []
+    count = series.get("count")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 2:
+        errors.append(FieldError("series.count", "Invalid value", "should be at least 2", count))
+    last = series.get("lastObservedTime")
+    if not last:
+        errors.append(FieldError("series.lastObservedTime", "Required value"))
+    elif not (isinstance(last, str) and MICRO_TIME.match(last)):
+        errors.append(
+            FieldError("series.lastObservedTime", "Invalid value", "not a MicroTime", last)
+        )
+    return errors
+
+
 def validation_errors(resource: ResourceType, event: Raw) -> list[FieldError]:
     if not strict(resource):
         return []
-    errors = []
+    errors = _series_errors(event)
     for field in ("eventTime", "reportingController", "reportingInstance", "action", "reason"):
         if not event.get(field):
             errors.append(FieldError(field, "Required value"))

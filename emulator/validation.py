@@ -13,6 +13,7 @@ import copy
 import re
 from typing import Any
 
+from volsched.emulator import events
 from volsched.emulator.errors import FieldError, invalid
 from volsched.emulator.raw import Raw, mapping
 from volsched.emulator.resources import ResourceType
@@ -154,6 +155,8 @@ def claim_update_errors(old: Raw, new: Raw) -> list[FieldError]:
 
 
 def update_errors(resource: ResourceType, old: Raw, new: Raw) -> list[FieldError]:
+    if events.is_event(resource):
+        return events.update_errors(resource, old, new)
     if resource.group == "" and resource.plural == "pods":
         return pod_update_errors(old, new)
     if resource.group == "" and resource.plural == "persistentvolumeclaims":

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from volsched.cache.objects.core import Pod
-from volsched.daemon.binding.event_correlation import EventCorrelator
+from volsched.daemon.binding.event_series import EventSeriesBook
 from volsched.daemon.binding.reporting import Reporter, truncate_message
 from volsched.daemon.kube.client import KubeClient
 from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
@@ -66,9 +66,9 @@ class RecordingReporter(Reporter):
         scheduler_name: str,
         instance: str,
         clock: Callable[[], float],
-        correlator: EventCorrelator | None = None,
+        book: EventSeriesBook | None = None,
     ) -> None:
-        super().__init__(client, scheduler_name, instance, clock, correlator)
+        super().__init__(client, scheduler_name, instance, clock, book)
         self.attempts = attempts
 
     async def failed(self, pod: Pod, message: str, reason: str) -> None:

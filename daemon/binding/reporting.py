@@ -1,9 +1,10 @@
-"""What users see in ``kubectl describe pod``: Scheduled / FailedScheduling events and the
-PodScheduled condition, worded as kube-scheduler words them.
+"""What users see in ``kubectl describe pod`` and ``kubectl events``: Scheduled /
+FailedScheduling / Preempted events and the PodScheduled condition, worded as
+kube-scheduler words them.
 
-Events are core/v1 Events, counted, combined and rate-limited before they are written
-(``event_correlation``), as kube-scheduler's recorder does: a pod that fails again and
-again for the same reason has one event whose ``count`` grows, not one event per attempt.
+Events are events.k8s.io/v1 Events, as kube-scheduler 1.36 records them: a repeat of an
+event turns it into an EventSeries whose count grows (``event_series``), so a pod that
+fails again and again for the same reason has one Event, not one per attempt.
 
 Reporting never fails a cycle: an event or condition that cannot be written is logged
 and dropped (the pod may have vanished meanwhile — a normal race).
@@ -11,19 +12,22 @@ and dropped (the pod may have vanished meanwhile — a normal race).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 from volsched.cache.errors import ApiError, NotFound
 from volsched.cache.objects.core import Pod
-from volsched.daemon.binding.event_correlation import Correlated, EventCorrelator, event_name
+from volsched.daemon.binding.event_series import EventSeriesBook, Write, event_name, micro_time
 from volsched.daemon.kube.client import KubeClient
 from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
 
 log = logging.getLogger("volsched.events")
 MAX_MESSAGE_BYTES = 1024
+# The heartbeat loop wakes at least this often, so a clock that jumps is noticed.
+HEARTBEAT_POLL_SECONDS = 60.0
 
 
 def truncate_message(message: str) -> str:
@@ -45,70 +49,84 @@ class Reporter:
         scheduler_name: str,
         instance: str,
         clock: Callable[[], float],
-        correlator: EventCorrelator | None = None,
+        book: EventSeriesBook | None = None,
     ) -> None:
         self.client = client
         self.scheduler_name = scheduler_name
         self.instance = instance
         self.clock = clock
-        self.correlator = correlator or EventCorrelator(clock)
+        self.book = book or EventSeriesBook(clock)
 
     def event_body(
         self, pod: Pod, event_type: str, reason: str, action: str, message: str
     ) -> dict[str, object]:
-        moment = datetime.fromtimestamp(self.clock(), UTC)
-        # One formatting for the three stamps: second precision, and eventTime's micro.
-        second = moment.strftime("%Y-%m-%dT%H:%M:%S")
+        # Each profile reports under its own name, as kube-scheduler's do; the instance
+        # is the controller's name and the host's, as client-go's recorder makes it.
+        controller = pod.scheduler_name or self.scheduler_name
         return {
-            "apiVersion": "v1",
+            "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {
                 # Explicit names: events.k8s.io rejects a generateName ending in a dot.
                 "name": event_name(pod.name),
                 "namespace": pod.namespace,
             },
-            "involvedObject": {
+            "eventTime": micro_time(self.clock()),
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self.instance}",
+            "action": action,
+            "reason": reason,
+            "regarding": {
                 "apiVersion": "v1",
                 "kind": "Pod",
                 "name": pod.name,
                 "namespace": pod.namespace,
                 "uid": pod.meta.uid,
             },
-            "reason": reason,
-            "message": truncate_message(message),
+            "note": truncate_message(message),
             "type": event_type,
-            "action": action,
-            # Each profile reports under its own name, as kube-scheduler's do.
-            "source": {"component": pod.scheduler_name or self.scheduler_name},
-            "reportingComponent": pod.scheduler_name or self.scheduler_name,
-            "reportingInstance": self.instance,
-            "firstTimestamp": f"{second}Z",
-            "lastTimestamp": f"{second}Z",
-            "eventTime": f"{second}.{moment.microsecond:06d}Z",
-            "count": 1,
         }
 
     async def _event(
         self, pod: Pod, event_type: str, reason: str, action: str, message: str
     ) -> None:
-        body = self.event_body(pod, event_type, reason, action, message)
-        correlated = self.correlator.correlate(body)
-        if correlated is None:
-            log.debug("%s event for %s not written: too many events about it", reason, pod.meta.key)
-            return
-        try:
-            await self._write(correlated, pod.namespace)
-        except ApiError as exc:
-            log.info("could not record %s event for %s: %s", reason, pod.meta.key, exc)
+        write = self.book.record(self.event_body(pod, event_type, reason, action, message))
+        if write is not None:
+            await self._send(write)
 
-    async def _write(self, correlated: Correlated, namespace: str) -> None:
-        event = correlated.event
-        if correlated.patch is not None:
+    async def heartbeat(self) -> None:
+        """Write the series counts that are due (see ``event_series``)."""
+        for write in self.book.heartbeat():
+            await self._send(write)
+
+    async def keep_series(self) -> None:
+        """The heartbeat, forever: sleeps until the next one is due."""
+        while True:
+            wait = self.book.next_heartbeat() - self.clock()
+            await asyncio.sleep(min(HEARTBEAT_POLL_SECONDS, max(0.0, wait)))
+            await self.heartbeat()
+
+    async def _send(self, write: Write) -> None:
+        event = write.event
+        try:
+            await self._write(write, str(event["metadata"]["namespace"]))
+        except ApiError as exc:
+            log.info(
+                "could not record %s event for %s/%s: %s",
+                event.get("reason"),
+                event["metadata"]["namespace"],
+                event["regarding"]["name"],
+                exc,
+            )
+
+    async def _write(self, write: Write, namespace: str) -> None:
+        event = write.event
+        if write.patch is not None:
             try:
                 await self.client.patch(
                     "Event",
                     event["metadata"]["name"],
-                    correlated.patch,
+                    write.patch,
                     namespace=namespace,
                     strategic=True,
                 )

@@ -86,7 +86,9 @@ async def _create_arrivals(client: KubeClient, started: float) -> None:
             await client.create(obj["kind"], obj, namespace=obj["metadata"].get("namespace"))
 
 
-async def run_demo(out: TextIO = sys.stdout, time_limit: float = TIME_LIMIT_SECONDS) -> int:
+async def run_demo(out: TextIO | None = None, time_limit: float = TIME_LIMIT_SECONDS) -> int:
+    # The stdout of the moment, not of import time: a caller may have replaced it since.
+    out = sys.stdout if out is None else out
     started = time.monotonic()
     expected = sum(1 for _, objects in arrivals() for o in objects if o["kind"] == "Pod")
     with tempfile.TemporaryDirectory(prefix="volsched-demo-") as workdir:

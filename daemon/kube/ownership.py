@@ -47,7 +47,7 @@ WRITES: dict[Writer, frozenset[tuple[str, str]]] = {
     # Decisions made real and taken back: PV claimRefs and claim annotations (prebind,
     # provisioning, undo, recovery), the pod's binding and its status (PodScheduled,
     # nominatedNodeName, a victim's DisruptionTarget), preemption's victims, events (and
-    # the patch that counts an event seen again), and volsched's own Replicas.
+    # the patch that writes an event series' count), and volsched's own Replicas.
     Writer.BINDING: frozenset(
         {
             ("replace", "PersistentVolume"),

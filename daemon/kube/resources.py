@@ -34,7 +34,8 @@ class Resource:
 
 
 EXTRA_RESOURCES = {
-    "Event": Resource("Event", "v1", "events", True),
+    # Events are written through events.k8s.io/v1, as kube-scheduler writes them.
+    "Event": Resource("Event", "events.k8s.io/v1", "events", True),
     "Lease": Resource("Lease", "coordination.k8s.io/v1", "leases", True),
     "ServiceAccount": Resource("ServiceAccount", "v1", "serviceaccounts", True),
     "TokenReview": Resource("TokenReview", "authentication.k8s.io/v1", "tokenreviews", False),

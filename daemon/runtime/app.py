@@ -253,6 +253,7 @@ class Daemon:
             self.binder.client, self.cluster, self.ingest, self.replicas, self._leading
         )
         self._tasks.append(asyncio.create_task(self.reconciler.run(), name="replica placement"))
+        self._tasks.append(asyncio.create_task(self.reporter.keep_series(), name="event series"))
         self._elector_task = asyncio.create_task(
             self.elector.run(self._started_leading, self._stopped_leading), name="leader election"
         )

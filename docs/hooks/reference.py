@@ -183,10 +183,12 @@ def render_events(_: Context) -> str:
         "gated": lambda r: r.gated(pod),
         "preempted": lambda r: r.preempted(pod, "MESSAGE"),
     }
+    # The heartbeat writes the counts of events already shown, about no pod of its own.
+    series = {"heartbeat", "keep_series"}
     methods = [
         name
         for name, _ in inspect.getmembers(reporter_class, inspect.iscoroutinefunction)
-        if not name.startswith("_")
+        if not name.startswith("_") and name not in series
     ]
     unknown = sorted(set(methods) - set(calls))
     if unknown:
@@ -208,7 +210,8 @@ def render_events(_: Context) -> str:
                 f"`{name}`",
                 event["type"] if event else "",
                 code(event["reason"]) if event else "",
-                code(event["message"]) if event else "",
+                code(event["action"]) if event else "",
+                code(event["note"]) if event else "",
                 code(f"PodScheduled={condition['status']}, reason {condition['reason']}")
                 if condition
                 else "",
@@ -216,7 +219,8 @@ def render_events(_: Context) -> str:
             )
         )
     events = table(
-        ("Reporter", "Event type", "Event reason", "Message", "Pod condition", "Note"), rows
+        ("Reporter", "Event type", "Event reason", "Action", "Event note", "Pod condition", "Note"),
+        rows,
     )
     victim = table(
         ("Condition type", "Reason", "Message", "Event message"),
@@ -239,32 +243,33 @@ def render_events(_: Context) -> str:
 
 
 def render_event_limits(_: Context) -> str:
-    module = import_module("volsched.daemon.binding.event_correlation")
-    minutes = float(attribute(module, "AGGREGATE_INTERVAL_SECONDS")) / 60
-    refill_minutes = 1 / float(attribute(module, "SPAM_REFILL_PER_SECOND")) / 60
+    module = import_module("volsched.daemon.binding.event_series")
+    finish = float(attribute(module, "FINISH_SECONDS")) / 60
+    refresh = float(attribute(module, "REFRESH_SECONDS")) / 60
     rows = [
         (
-            "The same event again: same pod, reason, type and message",
-            "The first event is patched: `count` + 1, `lastTimestamp`, the message. "
-            "If the API server has dropped it (event TTL), it is created again with its count.",
+            "An event about a pod, the first time",
+            "Created as it is: `series` unset.",
         ),
         (
-            f"{attribute(module, 'AGGREGATE_MAX_MESSAGES')} different messages of one reason "
-            f"for one pod, each within {minutes:g} minutes of the last",
-            "The last of them and every later one are one event, its message prefixed "
-            f"{code(attribute(module, 'COMBINED_PREFIX').strip())}, counted as above.",
+            "The same event again: same pod, type, reason, action and reporting controller "
+            "and instance (the note may differ)",
+            "The first is patched at once: `series.count` 2, `series.lastObservedTime`.",
+        ),
+        ("Every later repeat", "Counted in memory; nothing is written."),
+        (
+            f"Every {refresh:g} minutes",
+            "Each open series is patched with its count and last observed time. A patch "
+            "that finds its event gone (the API server's event TTL) creates it again whole.",
         ),
         (
-            "Events about one pod",
-            f"{attribute(module, 'SPAM_BURST')} at once, then one every {refill_minutes:g} "
-            "minutes; one over the limit is not written, and the next one written counts it.",
+            f"Every {finish:g} minutes",
+            f"A series not observed for {finish:g} minutes gets its final count and is "
+            f"forgotten; an event that did not repeat within {finish:g} minutes is "
+            "forgotten. Happening again, either starts a new Event.",
         ),
     ]
-    return (
-        table(("When", "What is written"), rows)
-        + f"\n\nThe rules of `{module.__name__}`; it remembers the "
-        f"{attribute(module, 'MAX_ENTRIES')} most recent pods and events of each rule."
-    )
+    return table(("When", "What is written"), rows) + f"\n\nThe rules of `{module.__name__}`."
 
 
 def _preemption_reason() -> str:

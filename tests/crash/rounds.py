@@ -178,7 +178,7 @@ class CrashRound:
             "claims": state.claims,
             "pvs": state.pvs,
             "replicas": self.server.list("Replica"),
-            "events": self.server.list("Event", NAMESPACE),
+            "events": self.server.list("Event", NAMESPACE, api_version="events.k8s.io/v1"),
         }
         (self.workdir / "objects.json").write_text(json.dumps(objects, indent=1))
 

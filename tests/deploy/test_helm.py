@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from tests.deploy.helm_binary import helm_binary
+from tests.deploy.service_monitor_model import service_monitor_problems
 from tests.deploy.test_manifests import (
     ADD_ON_API_GROUPS,
     KUBERNETES_VERSION,
@@ -191,28 +192,37 @@ def test_values_change_what_they_say(helm: Path) -> None:
     assert "volsched-webhook.platform.svc" in certificate["spec"]["dnsNames"]
 
 
+def monitor_objects(helm: Path, *options: str, namespace: str = "obs") -> dict[Any, Raw]:
+    rendered = render(helm, "--set", "serviceMonitor.enabled=true", *options, namespace=namespace)
+    return {key(obj): obj for obj in rendered}
+
+
+def monitor_endpoint(helm: Path, *options: str) -> Raw:
+    (monitor,) = [o for k, o in monitor_objects(helm, *options).items() if k[0] == "ServiceMonitor"]
+    (found,) = monitor["spec"]["endpoints"]
+    return dict(found)
+
+
 def test_the_service_monitor_scrapes_over_https_with_a_token(helm: Path) -> None:
     """What the ServiceMonitor tells Prometheus; the integration test
     test_http_auth.py scrapes the daemon with exactly this."""
-
-    def endpoint(*options: str) -> Raw:
-        rendered = render(helm, "--set", "serviceMonitor.enabled=true", *options, namespace="obs")
-        (monitor,) = [obj for obj in rendered if obj["kind"] == "ServiceMonitor"]
-        (found,) = monitor["spec"]["endpoints"]
-        return dict(found)
-
-    default = endpoint()
+    default = monitor_endpoint(helm)
     assert default["scheme"] == "https" and default["path"] == "/metrics"
-    assert default["bearerTokenFile"] == "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    assert default["authorization"] == {
+        "type": "Bearer",
+        "credentials": {"name": "volsched-metrics-token", "key": "token"},
+    }
+    assert "bearerTokenFile" not in default
     assert default["tlsConfig"] == {
         "serverName": "volsched.obs.svc",
         "ca": {"secret": {"name": "volsched-tls", "key": "ca.crt"}},
     }
     # The CA follows the serving Secret, or comes from where the values say.
-    assert endpoint("--set", "tls.secretName=serving")["tlsConfig"]["ca"] == {
+    assert monitor_endpoint(helm, "--set", "tls.secretName=serving")["tlsConfig"]["ca"] == {
         "secret": {"name": "serving", "key": "ca.crt"}
     }
-    from_config_map = endpoint(
+    from_config_map = monitor_endpoint(
+        helm,
         "--set",
         "serviceMonitor.tlsConfig.ca.configMap.name=cluster-ca",
         "--set",
@@ -224,23 +234,92 @@ def test_the_service_monitor_scrapes_over_https_with_a_token(helm: Path) -> None
         "serverName": "volsched.example.com",
         "ca": {"configMap": {"name": "cluster-ca", "key": "ca.pem"}},
     }
-    # No verification only when asked for; a token from a Secret instead of the file.
-    unchecked = endpoint(
+    # No verification only when asked for.
+    unchecked = monitor_endpoint(helm, "--set", "serviceMonitor.tlsConfig.insecureSkipVerify=true")
+    assert unchecked["tlsConfig"] == {"insecureSkipVerify": True}
+
+
+def test_the_service_monitors_token_comes_from_a_service_account_token_secret(
+    helm: Path,
+) -> None:
+    objects = monitor_objects(helm)
+    secret = objects[("Secret", "obs", "volsched-metrics-token")]
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    assert ("ServiceAccount", "obs", account) in objects
+    # That account may read /metrics, beside the readers the values list.
+    subjects = objects[("ClusterRoleBinding", "", "volsched-metrics-reader")]["subjects"]
+    assert {"kind": "ServiceAccount", "name": account, "namespace": "obs"} in subjects
+    assert {"kind": "ServiceAccount", "name": "prometheus-k8s", "namespace": "monitoring"} in (
+        subjects
+    )
+
+    # Another Secret: the chart makes none, and the account it holds a token of must be a reader.
+    own = monitor_objects(
+        helm,
         "--set",
-        "serviceMonitor.tlsConfig.insecureSkipVerify=true",
-        "--set",
-        "serviceMonitor.authorization.type=Bearer",
+        "serviceMonitor.tokenSecret.create=false",
         "--set",
         "serviceMonitor.authorization.credentials.name=prometheus-token",
-        "--set",
-        "serviceMonitor.authorization.credentials.key=token",
     )
-    assert unchecked["tlsConfig"] == {"insecureSkipVerify": True}
-    assert "bearerTokenFile" not in unchecked
-    assert unchecked["authorization"] == {
-        "type": "Bearer",
-        "credentials": {"name": "prometheus-token", "key": "token"},
+    (monitor,) = [o for k, o in own.items() if k[0] == "ServiceMonitor"]
+    assert monitor["spec"]["endpoints"][0]["authorization"]["credentials"] == {
+        "name": "prometheus-token",
+        "key": "token",
     }
+    assert not [k for k in own if k[0] in ("Secret", "ServiceAccount") and "metrics" in k[2]]
+
+    # An operator older than `authorization`: the token file of Prometheus' pod, and nothing else.
+    path = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    old = monitor_objects(helm, "--set", f"serviceMonitor.bearerTokenFile={path}")
+    (monitor,) = [o for k, o in old.items() if k[0] == "ServiceMonitor"]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["bearerTokenFile"] == path and "authorization" not in endpoint
+    assert ("Secret", "obs", "volsched-metrics-token") not in old
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        (),
+        ("--set", "serviceMonitor.tlsConfig.insecureSkipVerify=true"),
+        (
+            "--set",
+            "serviceMonitor.tlsConfig.ca.configMap.name=ca",
+            "--set",
+            "serviceMonitor.tlsConfig.ca.configMap.key=ca.pem",
+        ),
+        (
+            "--set",
+            "serviceMonitor.bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token",
+        ),
+    ],
+    ids=["defaults", "unchecked", "ca from a config map", "token file"],
+)
+def test_the_service_monitor_fits_prometheus_operators_api(
+    helm: Path, options: tuple[str, ...]
+) -> None:
+    (monitor,) = [o for k, o in monitor_objects(helm, *options).items() if k[0] == "ServiceMonitor"]
+    assert service_monitor_problems(monitor) == []
+
+
+def test_the_api_check_refuses_unknown_fields_and_missing_keys() -> None:
+    monitor: Raw = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "m"},
+        "spec": {
+            "selector": {},
+            "endpoints": [
+                {"port": "http", "authorization": {"credentials": {"name": "s"}}, "bearerTokn": "x"}
+            ],
+        },
+    }
+    assert service_monitor_problems(monitor) == [
+        "spec.endpoints.0.authorization.credentials.key: Field required",
+    ]
+    del monitor["spec"]["endpoints"][0]["authorization"]
+    assert service_monitor_problems(monitor) == ["spec.endpoints.0.bearerTokn: not a field"]
 
 
 def test_the_metrics_readers_may_get_metrics(helm: Path) -> None:

@@ -302,9 +302,8 @@ DAEMON_NEEDS_CLUSTER_WIDE: list[tuple[str, str, str]] = [
     ("", "pods/binding", "create"),
     ("", "pods/status", "patch"),
     ("", "pods", "delete"),  # preemption
-    ("", "events", "create"),
-    ("", "events", "patch"),  # an event seen again: its count
     ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),  # an event seen again: its series
     # Delegated authentication and authorisation of callers of the extender and /metrics.
     ("authentication.k8s.io", "tokenreviews", "create"),
     ("authorization.k8s.io", "subjectaccessreviews", "create"),

@@ -68,7 +68,7 @@ def test_the_site_builds_with_its_generated_pages(tmp_path: Path) -> None:
         "reference/events": [
             "FailedScheduling",
             "node(s) didn't match PersistentVolume's node affinity",
-            "(combined from similar events):",
+            "Every 30 minutes",
         ],
         "reference/kubeschedulerconfiguration": ["DefaultPreemption", "ImageLocality"],
         "reference/policy": ["CheckVolumeBinding", "ServiceSpreadingPriority"],

@@ -107,6 +107,46 @@ async def test_events_k8s_io_event_time_needs_microseconds(api: Api) -> None:
     assert status == 201
 
 
+async def test_events_k8s_io_update_may_change_only_the_series(api: Api) -> None:
+    """As upstream's ValidateEventUpdate: a recorder patches the series of an event it
+    saw again; what happened, to what, said by whom, stays as first recorded."""
+    status, created = await api.post(NEW_EVENTS, new_event())
+    assert status == 201
+    path = f"{NEW_EVENTS}/{created['metadata']['name']}"
+    series = {"series": {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}}
+    status, patched = await api.patch(path, series, "application/strategic-merge-patch+json")
+    assert status == 200 and patched["series"] == series["series"]
+    for change in ({"note": "another"}, {"reason": "Other"}, {"regarding": {"name": "p2"}}):
+        status, error = await api.patch(path, change, "application/merge-patch+json")
+        assert status == 422, change
+        assert f"{next(iter(change))}: Invalid value" in error["message"]
+        assert "field is immutable" in error["message"]
+    # A series counts repeats: at least two, and when the last one was seen.
+    status, error = await api.post(NEW_EVENTS, new_event(series={"count": 1}))
+    assert status == 422
+    assert "series.count: Invalid value" in error["message"]
+    assert "series.lastObservedTime: Required value" in error["message"]
+
+
+async def test_events_k8s_io_events_are_listed_and_watched_with_their_series(
+    api: Api,
+) -> None:
+    watch = await api.watch(NEW_EVENTS, resourceVersion="0")
+    try:
+        created = await api.ok("POST", NEW_EVENTS, new_event())
+        path = f"{NEW_EVENTS}/{created['metadata']['name']}"
+        series = {"count": 2, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}
+        await api.patch(path, {"series": series}, "application/strategic-merge-patch+json")
+        seen = [await watch.next() for _ in range(2)]
+        assert [e["type"] for e in seen] == ["ADDED", "MODIFIED"]
+        assert seen[0]["object"]["apiVersion"] == "events.k8s.io/v1"
+        assert "series" not in seen[0]["object"] and seen[1]["object"]["series"] == series
+    finally:
+        watch.close()
+    _, listed = await api.get(NEW_EVENTS, fieldSelector="regarding.name=p1,reason=Scheduled")
+    assert [e["series"] for e in listed["items"]] == [series]
+
+
 async def test_crd_serves_its_resource_until_deleted(api: Api) -> None:
     path = "/apis/volsched.io/v1alpha1/storagenodes"
     assert (await api.get(path))[0] == 404

@@ -134,10 +134,11 @@ class Cluster:
         return annotations.get("volume.kubernetes.io/selected-node")
 
     def events_for(self, name: str, namespace: str = "default") -> list[Raw]:
+        """The events.k8s.io/v1 Events about the pod ``name`` (its ``note`` is the message)."""
         return [
             e
-            for e in self.server.list("Event", namespace)
-            if (e.get("involvedObject") or {}).get("name") == name
+            for e in self.server.list("Event", namespace, api_version="events.k8s.io/v1")
+            if (e.get("regarding") or {}).get("name") == name
         ]
 
     async def kill_daemon_once(

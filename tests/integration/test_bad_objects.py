@@ -44,10 +44,13 @@ async def test_damaged_views_fail_only_themselves(
     )
 
     def errors() -> list[str]:
+        # The condition has the latest message; the event's series keeps its first note.
+        conditions = cluster.pod("odd").get("status", {}).get("conditions") or []
         return [
-            e["message"]
-            for e in cluster.events_for("odd")
-            if e["message"].startswith("running PreFilter plugins: AttributeError")
+            c["message"]
+            for c in conditions
+            if c.get("type") == "PodScheduled"
+            and c.get("message", "").startswith("running PreFilter plugins: AttributeError")
         ]
 
     await eventually(errors, what="the odd pod's error")

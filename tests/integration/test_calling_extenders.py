@@ -129,7 +129,7 @@ def gpu_pod(name: str, resource: str = GPU) -> Raw:
 
 
 def failures(cluster: Cluster, name: str) -> list[str]:
-    return [e["message"] for e in cluster.events_for(name) if e["reason"] == "FailedScheduling"]
+    return [e["note"] for e in cluster.events_for(name) if e["reason"] == "FailedScheduling"]
 
 
 async def test_filter_prioritize_and_bind_over_https(

@@ -63,8 +63,7 @@ async def test_pods_with_bound_wffc_and_provisioned_claims_are_placed(cluster: C
     assert dynamic["spec"]["volumeName"]
     scheduled = [e for e in cluster.events_for("uses-local") if e.get("reason") == "Scheduled"]
     assert (
-        scheduled
-        and scheduled[0]["message"] == "Successfully assigned default/uses-local to node-2"
+        scheduled and scheduled[0]["note"] == "Successfully assigned default/uses-local to node-2"
     )
     assert scheduled[0]["type"] == "Normal"
     await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal entries closed")
@@ -109,7 +108,7 @@ async def test_unschedulable_pod_says_why_and_moves_when_a_pv_appears(cluster: C
     assert found["reason"] == "Unschedulable"
     assert found["message"] == message
     failed = [e for e in cluster.events_for("p") if e.get("reason") == "FailedScheduling"]
-    assert failed[0]["message"] == message
+    assert failed[0]["note"] == message
     # Our own status writes are no reason to try again: the pod waits for an event.
     await asyncio.sleep(3)
     failures = [e for e in cluster.events_for("p") if e.get("reason") == "FailedScheduling"]

@@ -193,8 +193,6 @@ async def test_a_flood_of_idle_connections_does_not_keep_probes_out(cluster: Clu
 # -- the Helm chart's ServiceMonitor ----------------------------------------------------
 
 NAMESPACE = "volsched-system"
-# Where the kubelet mounts a pod's service account token: Prometheus' pod has its own.
-TOKEN_PATH = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 Raw = dict[str, Any]
 
 
@@ -210,13 +208,15 @@ def _ca_of(tls: Raw, secrets: dict[str, dict[str, bytes]]) -> bytes:
     return secrets[ca["secret"]["name"]][ca["secret"]["key"]]
 
 
-async def scrape(endpoint: Raw, port: int, pod_files: dict[str, str], secrets: Any) -> Any:
+async def scrape(endpoint: Raw, port: int, secrets: dict[str, dict[str, bytes]]) -> Any:
     """GET the endpoint as Prometheus does: its scheme (http when unset), its path, the
-    token from its bearerTokenFile, and a TLS check by its tlsConfig."""
+    token from the Secret key its authorization names, and a TLS check by its tlsConfig."""
     scheme = endpoint.get("scheme", "http")
     headers = {}
-    if "bearerTokenFile" in endpoint:
-        headers["Authorization"] = f"Bearer {pod_files[endpoint['bearerTokenFile']]}"
+    if "authorization" in endpoint:
+        credentials = endpoint["authorization"]["credentials"]
+        token = secrets[credentials["name"]][credentials["key"]].decode()
+        headers["Authorization"] = f"{endpoint['authorization'].get('type', 'Bearer')} {token}"
     tls = endpoint.get("tlsConfig") or {}
     context: ssl.SSLContext | bool = False
     server_hostname = None
@@ -277,22 +277,23 @@ async def test_the_charts_service_monitor_scrapes_the_daemon(
     role = objects[("ClusterRole", "", "volsched-metrics-reader")]
     binding = objects[("ClusterRoleBinding", "", "volsched-metrics-reader")]
     assert role["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
-    (reader,) = binding["subjects"]
-    assert reader["kind"] == "ServiceAccount"
-    accounts = [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": n, "namespace": ns}}
-        for ns, n in ((reader["namespace"], reader["name"]), (reader["namespace"], "other"))
-    ]
-    cluster.server.load([role, binding, *accounts])
-    prometheus = cluster.server.service_account_token(reader["namespace"], reader["name"])
-    other = cluster.server.service_account_token(reader["namespace"], "other")
+    token_secret = objects[("Secret", NAMESPACE, endpoint["authorization"]["credentials"]["name"])]
+    scraper = objects[("ServiceAccount", NAMESPACE, "volsched-metrics-scraper")]
+    other = {"apiVersion": "v1", "kind": "ServiceAccount"}
+    other["metadata"] = {"name": "other", "namespace": NAMESPACE}
+    cluster.server.load([role, binding, scraper, other])
+
+    def with_token_of(account: str) -> dict[str, dict[str, bytes]]:
+        # What the token controller writes into a service-account-token Secret.
+        token = cluster.server.service_account_token(NAMESPACE, account)
+        return {**secrets, token_secret["metadata"]["name"]: {"token": token.encode()}}
 
     daemon = await cluster.start_daemon(cluster.settings(http=HttpSettings("127.0.0.1:0", auth)))
-    status, content_type, text = await scrape(
-        endpoint, daemon.http_port, {TOKEN_PATH: prometheus}, secrets
-    )
+    annotations = token_secret["metadata"]["annotations"]
+    scraping = with_token_of(annotations["kubernetes.io/service-account.name"])
+    status, content_type, text = await scrape(endpoint, daemon.http_port, scraping)
     assert status == 200, text
     assert content_type.startswith("text/plain") and "# TYPE " in text and "volsched_" in text
     # RBAC is what lets it in: another service account's token is refused.
-    status, _, _ = await scrape(endpoint, daemon.http_port, {TOKEN_PATH: other}, secrets)
+    status, _, _ = await scrape(endpoint, daemon.http_port, with_token_of("other"))
     assert status == 403

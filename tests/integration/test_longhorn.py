@@ -93,7 +93,7 @@ async def test_a_strict_local_claim_no_disk_can_hold_waits_for_longhorn(
 
     def failed() -> list[str]:
         return [
-            str(e.get("message"))
+            str(e.get("note"))
             for e in cluster.events_for("db")
             if e.get("reason") == "FailedScheduling"
         ]

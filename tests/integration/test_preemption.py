@@ -76,9 +76,9 @@ async def test_a_high_priority_pod_preempts_on_the_node_holding_its_volume(
         what="the victim's Preempted event",
     )
     db_uid = cluster.pod("db")["metadata"]["uid"]
-    assert [e["message"] for e in preempted] == [f"Preempted by pod {db_uid} on node node-1"]
+    assert [e["note"] for e in preempted] == [f"Preempted by pod {db_uid} on node node-1"]
     failed = [e for e in cluster.events_for("db") if e["reason"] == "FailedScheduling"]
-    assert failed and failed[0]["message"].startswith("0/2 nodes are available:")
+    assert failed and failed[0]["note"].startswith("0/2 nodes are available:")
     assert cluster.node_of("db") is None  # the victim still holds the node
 
     # The kubelet finishes: the victim goes, and the preemptor takes its place.

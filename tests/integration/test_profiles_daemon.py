@@ -51,8 +51,8 @@ async def test_two_profiles_each_decide_their_own_pods(cluster: Cluster) -> None
     assert cluster.node_of("spread-me") == "idle"
     assert cluster.node_of("pack-me") == "busy"
     sources = {
-        e["involvedObject"]["name"]: e.get("reportingComponent")
-        for e in server.list("Event", "default")
+        e["regarding"]["name"]: e.get("reportingController")
+        for e in server.list("Event", "default", api_version="events.k8s.io/v1")
         if e.get("reason") == "Scheduled"
     }
     assert sources == {"spread-me": "volsched", "pack-me": "volsched-packing"}

@@ -166,6 +166,7 @@ async def test_the_shadow_counts_agreement_and_writes_nothing(cluster: Cluster) 
     assert writes == []
     assert all(p["spec"]["nodeName"] for p in server.list("Pod", "default"))
     assert server.list("Event", "default") == []
+    assert server.list("Event", "default", api_version="events.k8s.io/v1") == []
     assert server.list("Lease", "kube-system") == []
     assert time.monotonic() - started < 20
 

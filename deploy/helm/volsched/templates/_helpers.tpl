@@ -25,3 +25,9 @@ app.kubernetes.io/component: scheduler
 {{- define "volsched.plain" -}}
 {{ .root.Files.Get .file | replace "volsched-system" .root.Release.Namespace | replace "image: volsched:0.1.0" (printf "image: %s" (include "volsched.image" .root)) }}
 {{- end -}}
+
+{{/* "true" when the chart makes the ServiceMonitor's token: its own scraper account. */}}
+{{- define "volsched.makesScraperToken" -}}
+{{- $monitor := .Values.serviceMonitor -}}
+{{- if and $monitor.enabled $monitor.tokenSecret.create (not $monitor.bearerTokenFile) -}}true{{- end -}}
+{{- end -}}
