@@ -41,6 +41,7 @@ import random
 import secrets
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -479,7 +480,14 @@ async def measure(client: KubeClient, run: ClusterRun) -> dict[str, Any]:
     _, version = await client.list("Pod", run.namespace)
     started = time.monotonic()
     bound_at: dict[str, float] = {}
-    watcher = asyncio.create_task(_watch_bindings(client, run, version, started, bound_at))
+    watcher = asyncio.create_task(
+        watch_bindings(
+            client,
+            run.namespace,
+            version,
+            lambda name: bound_at.setdefault(name, time.monotonic() - started),
+        )
+    )
     try:
         await _create_all(client, "Pod", [measured_pod(run, n) for n in range(run.pods)])
         samples: list[tuple[float, int]] = []
@@ -523,19 +531,22 @@ def binding_span_rate(times: list[float]) -> float | None:
     return round((len(times) - 1) / (max(times) - min(times)), 1)
 
 
-async def _watch_bindings(
-    client: KubeClient, run: ClusterRun, version: str, started: float, bound_at: dict[str, float]
+async def watch_bindings(
+    client: KubeClient, namespace: str, version: str, bound: Callable[[str], object]
 ) -> None:
-    """When each measured pod's binding reaches a watch, in seconds after ``started``."""
-    selector = f"metadata.namespace={run.namespace}"
+    """Call ``bound`` with each pod of ``namespace`` whose binding reaches a watch (at
+    every event of a bound pod: the caller keeps the first); until cancelled."""
+    selector = f"metadata.namespace={namespace}"
     while True:
         with contextlib.suppress(ApiError):
             async for event in client.watch("Pod", version, 300, 30, field_selector=selector):
+                if not isinstance(event, dict):
+                    continue  # a line that could not be decoded
                 obj = event.get("object") or {}
                 meta = obj.get("metadata") or {}
                 version = str(meta.get("resourceVersion") or version)
                 if (obj.get("spec") or {}).get("nodeName") and meta.get("name"):
-                    bound_at.setdefault(meta["name"], time.monotonic() - started)
+                    bound(meta["name"])
         await asyncio.sleep(0.1)
 
 

@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -58,10 +59,11 @@ from bench.cluster import (
     measured_pod,
     set_up,
     storage_class,
+    watch_bindings,
 )
 from bench.e2e import ROOT, compile_daemon_modules, free_port, installed_python_environment
 from bench.oracle.controlplane import ControlPlane, assets_dir
-from volsched.cache.errors import ApiError, NotFound
+from volsched.cache.errors import NotFound
 from volsched.daemon.kube.client import KubeClient
 
 Raw = dict[str, Any]
@@ -148,29 +150,21 @@ class Schedulers:
         ]
 
 
-async def watch_bindings(
-    client: KubeClient,
-    namespace: str,
-    version: str,
-    pid_box: list[int],
-    bound_at: dict[str, tuple[float, float]],
-) -> None:
-    """Each pod's binding as the watch shows it: (monotonic time, the scheduler's CPU)."""
-    selector = f"metadata.namespace={namespace}"
-    while True:
-        with contextlib.suppress(ApiError):
-            async for event in client.watch("Pod", version, 300, 30, field_selector=selector):
-                obj = event.get("object") or {}
-                meta = obj.get("metadata") or {}
-                version = str(meta.get("resourceVersion") or version)
-                name = meta.get("name")
-                if name and (obj.get("spec") or {}).get("nodeName") and name not in bound_at:
-                    cpu = 0.0
-                    if pid_box:
-                        with contextlib.suppress(OSError):
-                            cpu = process_cpu_seconds(pid_box[0])
-                    bound_at[name] = (time.monotonic(), cpu)
-        await asyncio.sleep(0.05)
+def binding_recorder(
+    pid_box: list[int], bound_at: dict[str, tuple[float, float]]
+) -> Callable[[str], None]:
+    """Each pod's first binding: (monotonic time, the scheduler's CPU then)."""
+
+    def bound(name: str) -> None:
+        if name in bound_at:
+            return
+        cpu = 0.0
+        if pid_box:
+            with contextlib.suppress(OSError):
+                cpu = process_cpu_seconds(pid_box[0])
+        bound_at[name] = (time.monotonic(), cpu)
+
+    return bound
 
 
 async def run_trial(
@@ -204,7 +198,8 @@ async def run_trial(
     _, version = await client.list("Pod", namespace)
     bound_at: dict[str, tuple[float, float]] = {}
     pid_box: list[int] = []
-    watcher = asyncio.create_task(watch_bindings(client, namespace, version, pid_box, bound_at))
+    recorder = binding_recorder(pid_box, bound_at)
+    watcher = asyncio.create_task(watch_bindings(client, namespace, version, recorder))
     log = (schedulers.workdir / f"{trial.scheduler}-{number:02d}.log").open("wb")
     started = time.monotonic()
     process = subprocess.Popen(
