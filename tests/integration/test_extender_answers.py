@@ -105,7 +105,7 @@ async def test_an_extenders_long_error_is_cut_to_a_line(hostile: HostileExtender
 
 
 def failures(cluster: Cluster, name: str) -> list[str]:
-    return [e["message"] for e in cluster.events_for(name) if e["reason"] == "FailedScheduling"]
+    return [e["note"] for e in cluster.events_for(name) if e["reason"] == "FailedScheduling"]
 
 
 async def test_ignorable_extenders_are_skipped_for_every_failure_and_logged_once(

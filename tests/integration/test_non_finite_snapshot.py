@@ -75,7 +75,7 @@ async def test_a_non_finite_number_in_a_stored_view_is_damage(
         lambda: all(cluster.node_of(f"web-{i}") for i in range(6)), what="every pod placed"
     )
     assert not [
-        e for i in range(6) for e in cluster.events_for(f"web-{i}") if "NaN" in e["message"]
+        e for i in range(6) for e in cluster.events_for(f"web-{i}") if "NaN" in e["note"]
     ]
     # The next clean stop keeps a snapshot without the damage.
     await cluster.stop_daemon(daemon)
