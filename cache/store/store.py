@@ -381,17 +381,26 @@ class Store:
     # -- the file's own facts ---------------------------------------------------------------
 
     async def read_meta(self, key: str) -> str | None:
+        """The value stored under ``key`` (None: none). Every row is read: one that is not
+        text, whatever its key, could be this one, so the value is then unknown — ""
+        (logged with the row), which matches no identity, and ``discard_cluster_state``
+        removes the row."""
         self._check_open()
+        table = schema.meta
         try:
             async with self._engine.connect() as connection:
-                row = (
-                    await connection.execute(
-                        sa.select(schema.meta.c.value).where(schema.meta.c.key == key)
-                    )
-                ).first()
+                found = (await connection.execute(sa.select(table.c.key, table.c.value))).all()
         except SQLAlchemyError as error:
             raise store_error(self.path, "reading the file's identity", error) from None
-        return None if row is None else str(row[0])
+        values: dict[str, str] = {}
+        for stored_key, stored_value in found:
+            try:
+                readable_key, value = rows.meta_row(stored_key, stored_value)
+            except rows.BadRow as problem:
+                log.warning("database %s: %s; its identity is unknown", self.path, problem)
+                return ""
+            values[readable_key] = value
+        return values.get(key)
 
     async def peek_resume_points(self) -> dict[str, str]:
         """The stored watch resume points, read on their own so the watches can open
@@ -402,8 +411,10 @@ class Store:
         table = schema.resume_points
         try:
             async with self._engine.connect() as connection:
-                found = await connection.execute(sa.select(table.c.kind, table.c.resource_version))
-                return dict(rows.resume_row(kind, version) for kind, version in found)
+                found = await connection.execute(
+                    sa.select(table.c.kind, table.c.resource_version, table.c.updated_at)
+                )
+                return dict(rows.resume_row(*point) for point in found)
         except (SQLAlchemyError, rows.BadRow):
             return {}
 
@@ -439,8 +450,9 @@ class Store:
             await connection.execute(sa.insert(schema.meta).values(key=key, value=value))
 
     async def discard_cluster_state(self) -> None:
-        """Forget every object, assumption, resume point and journal entry (they belong
-        to another cluster), in one transaction; what was queued is dropped too."""
+        """Forget every object, assumption, resume point, journal entry and fact about the
+        file (they belong to another cluster), in one transaction; what was queued is
+        dropped too."""
         self._check_open()
         self._pending.clear()
         async with self._journal_write("discarding another cluster's state") as connection:
@@ -450,6 +462,7 @@ class Store:
                 schema.resume_points,
                 schema.journal,
                 schema.snapshot,
+                schema.meta,
             ):
                 await connection.execute(sa.delete(table))
         self._open_entries = set()
