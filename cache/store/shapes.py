@@ -10,9 +10,9 @@ against the annotations of its dataclass before anyone sees it.
 The annotations understood are the ones views use: ``str``, ``int``, ``float`` (an int is
 a float too), ``bool``, ``None``, unions with ``None``, ``tuple[X, ...]``, fixed tuples,
 ``dict[K, V]``, ``frozenset[X]`` and other view dataclasses; anything else is accepted as
-it is. A non-empty container or a view reached twice (a pickle may refer to one object
-many times) is checked once, so the walk is bounded by the part's size, not by how often
-it refers to something.
+it is. A non-empty container reached twice (a pickle may refer to one object many times)
+is checked once, so the walk is bounded by the part's size, not by how often it refers
+to something.
 
 A warm start checks hundreds of thousands of views, so the check of each class is
 generated once as Python source, with every field's test inline (closures per field
@@ -36,9 +36,11 @@ Check = Callable[[Any, set[int]], None]
 
 
 def check_view(view: object, seen: set[int] | None = None) -> None:
-    """Raise ``ShapeError`` naming the first field of ``view`` that is not of its type.
+    """Raise ``ShapeError`` naming the first field of ``view`` that is not of its type
+    (``view`` must be a dataclass instance).
 
-    ``seen`` carries the ids of what was already checked across the views of one part."""
+    ``seen`` carries the ids of the containers already checked across the views of one
+    part."""
     _class_check(type(view))(view, set() if seen is None else seen)
 
 
@@ -159,28 +161,26 @@ def _emit_items(
     _emit(source, indent + 2, item, f"{path}[{{{index}}}]", annotation)
 
 
+# The generated check of each class (its fields; the caller checks the class itself).
 _CHECKS: dict[type, Check] = {}
+# Classes whose check is being generated: one met again refers to itself.
+_GENERATING: set[type] = set()
 
 
 def _class_check(cls: type) -> Check:
-    """The check of a view class, ``cls`` included. Generated on first use, so classes
-    that refer to each other do not recurse here."""
+    """The check of a view class's fields, generated on first use. The checks of the
+    classes it holds are generated first and called directly; a class that holds
+    itself (no view does) is reached through ``_CHECKS`` instead."""
     known = _CHECKS.get(cls)
     if known is not None:
         return known
-    generated: list[Check] = []
-
-    def check(value: Any, seen: set[int]) -> None:
-        if not generated:
-            generated.append(_generate(cls))
-        generated[0](value, seen)
-
-    def check_exact(value: Any, seen: set[int]) -> None:
-        if type(value) is not cls:
-            raise _wrong("", value, cls.__name__)
-        check(value, seen)
-
-    return _CHECKS.setdefault(cls, check_exact)
+    if cls in _GENERATING:
+        return lambda value, seen: _CHECKS[cls](value, seen)
+    _GENERATING.add(cls)
+    try:
+        return _CHECKS.setdefault(cls, _generate(cls))
+    finally:
+        _GENERATING.discard(cls)
 
 
 def _generate(cls: type) -> Check:
@@ -188,10 +188,10 @@ def _generate(cls: type) -> Check:
     names = tuple(field.name for field in dataclasses.fields(cls))
     source = _Source()
     source.names["NAMES"] = names
+    # A view reached twice is checked twice: it costs its fields, and each reference to
+    # it is an opcode of its own, so the walk stays bounded by the part's size (its
+    # containers, which could be long, are checked once).
     source.emit(0, "def check(value, seen):")
-    source.emit(1, "if id(value) in seen:")
-    source.emit(2, "return")
-    source.emit(1, "seen.add(id(value))")
     source.emit(1, "try:")
     for index, name in enumerate(names):
         source.emit(2, f"field{index} = value.{name}")
