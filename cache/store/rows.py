@@ -57,7 +57,9 @@ def _shown(value: object, limit: int = 40) -> str:
 
 def _text(table: str, row: str, column: str, value: object) -> str:
     if not isinstance(value, str):
-        raise BadRow(f"{table} row {row}: {column} is {_type_of(value)}, not text")
+        if isinstance(value, NotUtf8):
+            raise BadRow(f"{table} row {row}: {column} is not UTF-8 text")
+        raise BadRow(f"{table} row {row}: {column} is {type(value).__name__}, not text")
     return value
 
 
@@ -179,8 +181,10 @@ def stamp(versions: Sequence[object]) -> str:
     if len(versions) != 1:
         raise BadRow(f"alembic_version holds {len(versions)} rows; a store file has exactly one")
     (version,) = versions
+    if isinstance(version, NotUtf8):
+        raise BadRow("alembic_version: version_num is not UTF-8 text")
     if not isinstance(version, str):
-        raise BadRow(f"alembic_version: version_num is {_type_of(version)}, not a revision")
+        raise BadRow(f"alembic_version: version_num is {type(version).__name__}, not a revision")
     if not version:
         raise BadRow("alembic_version: version_num is empty, not a revision")
     return version

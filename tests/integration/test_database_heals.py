@@ -49,11 +49,11 @@ def damage(path: Path, statement: str) -> None:
         ),
         (
             "UPDATE alembic_version SET version_num = CAST(X'FF' AS TEXT) || version_num",
-            "version_num is text that is not UTF-8",
+            "version_num is not UTF-8 text",
         ),
         (
             "UPDATE resume_points SET resource_version = CAST(X'FF' AS TEXT) || resource_version",
-            "resource_version is text that is not UTF-8",
+            "resource_version is not UTF-8 text",
         ),
         ("UPDATE resume_points SET updated_at = 9e999", "updated_at is inf, not a time"),
     ],

@@ -65,7 +65,7 @@ NOT_UTF8 = "CAST(X'FF' AS TEXT) || {column}"
 # (what, value as SQL, what the report says after the column's name, or None: the column's
 # table decides, as the words are the JSON decoder's)
 TEXT_VALUES = [
-    ("not UTF-8", NOT_UTF8, "is text that is not UTF-8"),
+    ("not UTF-8", NOT_UTF8, "is not UTF-8 text"),
     ("a blob", "CAST({column} AS BLOB)", "is bytes, not"),
     ("NULL", "NULL", "is NoneType, not"),
 ]
