@@ -158,6 +158,40 @@ async def test_a_bad_journal_row_is_skipped_and_recovery_finishes_the_rest(
     await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal emptied")
 
 
+@pytest.mark.parametrize(
+    ("intent", "said"),
+    [
+        ('{"pod": "default/q", "prebinds": [5]}', "prebinds[0] is int, not an object"),
+        ('{"pod": ["default", "q"]}', "pod is list, not text"),
+        ('{"pod": "default/q", "replicas": [{"name": "r"}]}', "replicas[0].volume is missing"),
+    ],
+    ids=["prebind not an object", "pod a list", "replica without volume"],
+)
+async def test_a_journal_intent_that_is_no_binding_is_dropped_with_one_line(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, intent: str, said: str
+) -> None:
+    """An intent that decodes but describes no binding cycle cannot be finished or
+    undone: recovery drops it with one line naming the field — no traceback — and the
+    daemon schedules."""
+    cluster.server.load([node("node-1")])
+    first = await cluster.start_daemon()
+    await cluster.stop_daemon(first)
+    damage(
+        cluster.db_path,
+        "INSERT INTO journal (pod, node, intent, state, created_at, updated_at)"
+        f" VALUES ('default/q', 'node-1', '{intent}', 'open', 0, 0)",
+    )
+    with caplog.at_level(logging.WARNING):
+        daemon = await cluster.start_daemon()
+    assert daemon.sync.opened.state == "warm"
+    dropped = [r for r in caplog.records if "dropping it" in r.getMessage()]
+    assert len(dropped) == 1 and dropped[0].exc_info is None
+    assert said in dropped[0].getMessage()
+    assert daemon.store.stats.journal_depth == 0
+    cluster.server.load([pod("p-after")])
+    await eventually(lambda: cluster.node_of("p-after") == "node-1", what="scheduling goes on")
+
+
 def test_migrate_verifies_and_says_what_is_wrong(tmp_path: Path) -> None:
     path = tmp_path / "volsched.db"
 
