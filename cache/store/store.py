@@ -46,9 +46,9 @@ from volsched.cache.store import journal as journal_sql
 from volsched.cache.store import rows, schema
 from volsched.cache.store.connecting import create_store_engine
 from volsched.cache.store.flushing import dumps
-from volsched.cache.store.group_commit import EntryToOpen, GroupCommit
 from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
+from volsched.cache.store.journal_entries import JournalEntries
 from volsched.cache.store.loading import StoredState, read_state
 from volsched.cache.store.opening import OpenResult, move_aside, prepare_file
 from volsched.cache.store.pending import RelistBody
@@ -96,9 +96,6 @@ class Store:
         self._on_flush = on_flush
         self._write_lock = asyncio.Lock()  # one writer at a time: flushes and journal
         self._closed = False
-        # Journal entries open as far as this store knows (a close waiting for the
-        # flush is not): the depth, and what makes a second close a no-op.
-        self._open_entries = set(open_entries)
         self._health = WriteHealth(path)
         self._writes = WriteBehind(
             path,
@@ -112,7 +109,15 @@ class Store:
             flushed=self._flushed,
         )
         self._writes.start()
-        self._opening = GroupCommit(self._insert_entries, self.journal_close)
+        self._journal = JournalEntries(
+            path,
+            lambda: self._journal_engine,
+            self._journal_write,
+            self._write_lock,
+            self._writes,
+            clock,
+            open_entries,
+        )
 
     @classmethod
     async def open(
@@ -183,7 +188,7 @@ class Store:
             )
         except SQLAlchemyError as error:
             raise store_error(self.path, "loading", error) from None
-        self._open_entries = {entry.id for entry in state.journal}
+        self._journal.open_ids = {entry.id for entry in state.journal}
         return state
 
     @property
@@ -196,7 +201,7 @@ class Store:
             last_flush_seconds=writes.last_flush_seconds,
             flush_errors=writes.flush_errors,
             last_flush_error=writes.last_flush_error,
-            journal_depth=len(self._open_entries),
+            journal_depth=len(self._journal.open_ids),
             writable=self._health.writable,
         )
 
@@ -269,15 +274,7 @@ class Store:
         Intents opened at the same time share one transaction and one fsync (see
         ``group_commit``)."""
         self._check_open()
-        body = journal_sql.encode_intent(intent)
-        return await self._opening.open(EntryToOpen(pod, node, body, state))
-
-    async def _insert_entries(self, entries: list[EntryToOpen]) -> list[int]:
-        values = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
-        async with self._journal_write("opening a journal entry") as connection:
-            ids = await journal_sql.insert_entries(connection, values, self._clock())
-        self._open_entries.update(ids)
-        return ids
+        return await self._journal.open(pod, node, intent, state)
 
     async def journal_update(
         self,
@@ -288,13 +285,7 @@ class Store:
     ) -> None:
         """Record progress of an open entry; raises ``StoreError`` if it is not open."""
         self._check_open()
-        if entry_id in self._writes.pending.journal_closes:
-            raise StoreError(f"{self.path}: no open journal entry {entry_id}")
-        body = None if intent is None else journal_sql.encode_intent(intent)
-        async with self._journal_write("updating a journal entry") as connection:
-            found = await journal_sql.update_entry(connection, entry_id, state, body, self._clock())
-        if not found:
-            raise StoreError(f"{self.path}: no open journal entry {entry_id}")
+        await self._journal.update(entry_id, state, intent)
 
     async def journal_close(self, entry_id: int) -> None:
         """The cycle is over (bound or rolled back). Closing twice is harmless.
@@ -307,11 +298,7 @@ class Store:
         cycle's end (and the intents waiting to open) in a queue during a burst.
         """
         self._check_open()
-        if entry_id not in self._open_entries:
-            return
-        self._open_entries.discard(entry_id)
-        self._writes.pending.close_journal_entry(entry_id)
-        self._writes.queued()
+        await self._journal.close(entry_id)
 
     async def journal_pending(self) -> list[JournalEntry]:
         """Open entries, oldest first (a closed one whose row waits for a flush is not).
@@ -321,22 +308,7 @@ class Store:
         read, and it must not stop the others from being recovered. (What it had
         written is still recorded in the API objects, where recovery finds it.)"""
         self._check_open()
-        # Under the write lock: a flush deleting closed entries is either done or undone.
-        async with self._write_lock:
-            try:
-                async with self._journal_engine.connect() as connection:
-                    entries, unreadable = await journal_sql.select_entries(connection)
-            except SQLAlchemyError as error:
-                raise store_error(self.path, "reading the journal", error) from None
-            closing = set(self._writes.pending.journal_closes)
-        for entry_id, problem in unreadable:
-            log.warning("database %s: %s; skipping and removing the entry", self.path, problem)
-            if entry_id is not None and entry_id not in closing:
-                self._writes.pending.close_journal_entry(entry_id)
-                self._writes.queued()
-        entries = [entry for entry in entries if entry.id not in closing]
-        self._open_entries = {entry.id for entry in entries}
-        return entries
+        return await self._journal.pending()
 
     @contextlib.asynccontextmanager
     async def _journal_write(
@@ -365,7 +337,7 @@ class Store:
         await asyncio.to_thread(prepare_file, self.path, self._clock)
         self._engine = create_store_engine(self.path)
         self._journal_engine = create_store_engine(self.path, synchronous="FULL")
-        self._open_entries = set()
+        self._journal.open_ids = set()
         self._writes.start()
         return moved
 
@@ -456,7 +428,7 @@ class Store:
                 schema.meta,
             ):
                 await connection.execute(sa.delete(table))
-        self._open_entries = set()
+        self._journal.open_ids = set()
 
     # -- shutting down --------------------------------------------------------------------
 
@@ -464,7 +436,7 @@ class Store:
         """Flush what is queued, then release the file. Idempotent."""
         if self._closed:
             return
-        await self._opening.idle()
+        await self._journal.idle()
         self._closed = True
         try:
             await self._writes.stop()
@@ -477,7 +449,7 @@ class Store:
         lost, the journal is not. For a fatal shutdown, and for tests of recovery."""
         if self._closed:
             return
-        await self._opening.idle()
+        await self._journal.idle()
         self._closed = True
         try:
             await self._writes.stop()
