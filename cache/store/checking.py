@@ -241,7 +241,10 @@ def _check_snapshot(connection: sqlite3.Connection, report: CheckReport) -> None
         return
     if not parts or any(fingerprint != snapshot.fingerprint() for _, fingerprint, _, _ in parts):
         return  # none, or taken by other code: the daemon does not read it
-    try:
-        snapshot.decode(bodies)
-    except snapshot.SnapshotError as problem:
-        report.problems.append(Problem(f"snapshot: {problem}", ROWS_INSTEAD))
+    # Part by part, to name the row; the daemon stops at the first that fails.
+    for (part, _, _, _), body in zip(parts, bodies, strict=True):
+        try:
+            snapshot.decode([body])
+        except snapshot.SnapshotError as problem:
+            report.problems.append(Problem(f"snapshot row {part}: {problem}", ROWS_INSTEAD))
+            return
