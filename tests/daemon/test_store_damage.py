@@ -1,12 +1,14 @@
 """A damaged database never stops a start: the daemon's own identity check and load
 (``CacheSync``) and the journal read of recovery run over every file of the damage corpus,
 and each ends as the corpus says — moved aside and rebuilt, or the bad part skipped with
-a log line naming it — never an exception; and the damage is gone for the next start."""
+a log line naming it — never an exception; the scheduler places a new pod after it; and
+the damage is gone for the next start."""
 
 from __future__ import annotations
 
 import gc
 import logging
+import random
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,11 +27,16 @@ from tests.store.damage import (
     Damage,
     healthy_store,
 )
+from tests.store.damage_kit import NODE, POD
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.store import Store, check_file
 from volsched.daemon.watch.cache_sync import CacheSync
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.watching import WatchSettings
+from volsched.scheduling.framework.runner import Scheduler
+from volsched.scheduling.profile_builder import PluginSet, build_profile
+from volsched.scheduling.scheduler_config import default_profile
+from volsched.scheduling.simulation import simulate
 
 NOW = 1_700_000_000.0
 
@@ -51,6 +58,24 @@ class ThisCluster:
 def _unfreeze_after_load() -> Iterator[None]:
     yield
     gc.unfreeze()
+
+
+NEW_POD: dict[str, Any] = {
+    **POD,
+    "metadata": {"name": "after", "namespace": "ns", "uid": "u-after", "resourceVersion": "20"},
+}
+
+
+def placed_after_the_start(sync: CacheSync) -> str | None:
+    """Where the scheduler puts a new pod once the start is over. A rebuilt or discarded
+    store is empty until the relist, which brings the node back."""
+    if "node-1" not in sync.cluster.nodes:
+        sync.ingest.upsert("Node", NODE, persist=False)
+    sync.ingest.upsert("Pod", NEW_POD, persist=False)
+    cluster = sync.cluster
+    profile = build_profile(default_profile(with_storage=True).policy, PluginSet(cluster))
+    result = simulate(cluster, Scheduler(cluster, profile, random.Random(0)), None)
+    return next(o.decision.node for o in result.pods if o.decision.pod.meta.name == "after")
 
 
 async def start_like_the_daemon(path: Path) -> tuple[CacheSync, list[int]]:
@@ -79,23 +104,10 @@ async def start_like_the_daemon(path: Path) -> tuple[CacheSync, list[int]]:
     return sync, [entry.id for entry in entries]
 
 
-@pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
-async def test_a_damaged_store_is_rebuilt_or_worked_around_never_crashed_on(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: Damage
+def ends_as_the_corpus_says(
+    damage: Damage, sync: CacheSync, journal: list[int], path: Path, said: list[str]
 ) -> None:
-    path = tmp_path / "volsched.db"
-    await healthy_store(path, clock)
-    if damage.outcome != ROWS:
-        # A start that finds the parsed snapshot reads no object row; the damage is met
-        # by the next start that reads them (after a crash, or any change on disk).
-        with sqlite3.connect(path) as connection:
-            connection.execute("DELETE FROM snapshot")
-        connection.close()
-    damage.apply(path)
-    with caplog.at_level(logging.INFO):
-        sync, journal = await start_like_the_daemon(path)
-    said = [record.getMessage() for record in caplog.records]
-    assert all("\n" not in message for message in said)
+    """The start's outcome is the corpus's, and what it left on disk is healed."""
     if damage.outcome == REBUILT:
         assert sync.opened.state == "rebuilt"
         assert sync.opened.moved_to is not None and Path(sync.opened.moved_to).exists()
@@ -131,6 +143,28 @@ async def test_a_damaged_store_is_rebuilt_or_worked_around_never_crashed_on(
     if damage.outcome in (SKIPPED, DROPPED):
         # Skipped journal rows and dropped assumptions went with the flush at the close.
         assert check_file(path).healthy
+
+
+@pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
+async def test_a_damaged_store_is_rebuilt_or_worked_around_never_crashed_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: Damage
+) -> None:
+    path = tmp_path / "volsched.db"
+    await healthy_store(path, clock)
+    if damage.outcome != ROWS:
+        # A start that finds the parsed snapshot reads no object row; the damage is met
+        # by the next start that reads them (after a crash, or any change on disk).
+        with sqlite3.connect(path) as connection:
+            connection.execute("DELETE FROM snapshot")
+        connection.close()
+    damage.apply(path)
+    with caplog.at_level(logging.INFO):
+        sync, journal = await start_like_the_daemon(path)
+    said = [record.getMessage() for record in caplog.records]
+    assert all("\n" not in message for message in said)
+    assert all(record.exc_info is None for record in caplog.records)
+    ends_as_the_corpus_says(damage, sync, journal, path, said)
+    assert placed_after_the_start(sync) == "node-1"
 
 
 @pytest.mark.parametrize("damage", DAMAGES, ids=[d.name for d in DAMAGES])
