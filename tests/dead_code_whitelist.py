@@ -49,12 +49,7 @@ topology_keys  # CSINodeDriver.topology_keys
 # Status a component keeps for whoever asks: read by metrics (StoreStats) or by the
 # integration tests that prove the behaviour (reloads, recovery, cache sync, watches,
 # webhook routing).
-flushes
-rows_flushed
-flush_errors
-last_flush_error
 journal_update  # the store's journal API (journal_open / update / close)
-delete_entry  # cache/store/journal.py: its removal belongs with the store's own change
 reloads  # daemon/http/tls_files.py: certificate reloads
 loaded_from_snapshot  # daemon/watch/cache_sync.py
 discarded_foreign_state  # daemon/watch/cache_sync.py
@@ -84,3 +79,8 @@ service_account_token
 # The seed's default Policy (DESIGN: the OpenShift policy scheduler), which the policy,
 # extender and engine tests build their profiles from.
 default_policy
+
+# Hooks the standard library calls by name: sqlite3 reads a connection's text_factory
+# for every text value; pickle's Unpickler calls find_class for every global it loads.
+text_factory
+find_class

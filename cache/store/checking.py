@@ -30,6 +30,7 @@ from volsched.cache.objects.registry import KINDS
 from volsched.cache.store import rows, snapshot
 from volsched.cache.store.opening import SQLITE_HEADER, schema_problem
 from volsched.cache.store.schema import REVISION
+from volsched.cache.store.text import guard_text
 
 REBUILT = "the daemon moves the file aside and rebuilds it"
 SKIPPED = "the daemon skips and removes this journal entry"
@@ -118,7 +119,7 @@ def check_file(path: str | Path) -> CheckReport:
         report.problems.append(Problem("not a SQLite database", REBUILT))
         return report
     try:
-        connection = sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True, timeout=5.0)
+        connection = guard_text(sqlite3.connect(f"{file.as_uri()}?mode=ro", uri=True, timeout=5.0))
     except sqlite3.Error as error:
         raise StoreError(f"{file}: cannot open the file: {error}") from None
     try:
@@ -173,7 +174,7 @@ def _check(connection: sqlite3.Connection, report: CheckReport) -> None:
             select = f"SELECT kind, key, body FROM {table}"
             _each(report, connection.execute(select), _object_decoder(table), REBUILT)
     if "resume_points" in tables:
-        select = "SELECT kind, resource_version FROM resume_points"
+        select = "SELECT kind, resource_version, updated_at FROM resume_points"
         _each(report, connection.execute(select), lambda row: rows.resume_row(*row), REBUILT)
     if "journal" in tables:
         select = "SELECT id, pod, node, intent, state, created_at, updated_at FROM journal"
@@ -230,15 +231,20 @@ def _each(
 
 
 def _check_snapshot(connection: sqlite3.Connection, report: CheckReport) -> None:
-    parts = connection.execute("SELECT fingerprint, body FROM snapshot ORDER BY id").fetchall()
+    select = "SELECT id, fingerprint, taken_at, body FROM snapshot ORDER BY id"
+    parts = connection.execute(select).fetchall()
     report.rows_read += len(parts)
-    if not parts or any(fingerprint != snapshot.fingerprint() for fingerprint, _ in parts):
-        return  # none, or taken by other code: the daemon does not read it
-    bodies = [body for _, body in parts]
-    if not all(isinstance(body, bytes) for body in bodies):
-        report.problems.append(Problem("snapshot: a part is not bytes", ROWS_INSTEAD))
-        return
     try:
-        snapshot.decode(bodies)
-    except snapshot.SnapshotError as problem:
-        report.problems.append(Problem(f"snapshot: {problem}", ROWS_INSTEAD))
+        bodies = [rows.snapshot_row(*part) for part in parts]
+    except rows.BadRow as problem:
+        report.problems.append(Problem(str(problem), ROWS_INSTEAD))
+        return
+    if not parts or any(fingerprint != snapshot.fingerprint() for _, fingerprint, _, _ in parts):
+        return  # none, or taken by other code: the daemon does not read it
+    # Part by part, to name the row; the daemon stops at the first that fails.
+    for (part, _, _, _), body in zip(parts, bodies, strict=True):
+        try:
+            snapshot.decode([body])
+        except snapshot.SnapshotError as problem:
+            report.problems.append(Problem(f"snapshot row {part}: {problem}", ROWS_INSTEAD))
+            return

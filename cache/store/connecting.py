@@ -7,7 +7,9 @@ Every connection, async (the daemon) or sync (migrations), gets on connect:
   which the next watch or relist rewrites) or ``FULL`` for the journal (an intent must
   survive a power cut too, because the API writes that follow it do);
 - ``busy_timeout``: wait for a lock instead of failing at once;
-- ``foreign_keys=ON``.
+- ``foreign_keys=ON``;
+- text read through ``text.read_text``: a stored value that is not UTF-8 comes back as
+  ``NotUtf8`` for the row checks to name, instead of failing the whole fetch.
 
 The sqlite3 driver (and aiosqlite over it) starts transactions only before DML, so a
 multi-statement read is not one snapshot and DDL runs outside any transaction. Following
@@ -26,6 +28,8 @@ from sqlalchemy.engine import URL
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
 
+from volsched.cache.store.text import read_text
+
 log = logging.getLogger("volsched.store")
 
 BUSY_TIMEOUT_MS = 5000
@@ -40,8 +44,10 @@ def _install_settings(engine: Engine, path: Path, synchronous: Synchronous) -> N
     )
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
         dbapi_connection.isolation_level = None
+        # The driver's own connection: sqlite3's, or aiosqlite's, which passes it on.
+        record.driver_connection.text_factory = read_text
         cursor = dbapi_connection.cursor()
         try:
             cursor.execute("PRAGMA journal_mode=WAL")

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from volsched.cache.store import rows
@@ -85,11 +85,6 @@ async def update_entry(
     result = await connection.execute(
         update(journal).where(journal.c.id == entry_id).values(values)
     )
-    return result.rowcount > 0
-
-
-async def delete_entry(connection: AsyncConnection, entry_id: int) -> bool:
-    result = await connection.execute(delete(journal).where(journal.c.id == entry_id))
     return result.rowcount > 0
 
 

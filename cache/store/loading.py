@@ -65,10 +65,8 @@ async def read_state(
                 parsed = await _read_snapshot(connection, path, snapshot_fingerprint)
             object_rows = [] if parsed else (await connection.execute(_bodies(objects))).all()
             assumed_rows = (await connection.execute(_bodies(assumed))).all()
-            points = await connection.execute(
-                select(resume_points.c.kind, resume_points.c.resource_version)
-            )
-            resume = dict(rows.resume_row(kind, version) for kind, version in points)
+            points = await connection.execute(_resume_points())
+            resume = dict(rows.resume_row(*point) for point in points)
             entries, _ = await journal_sql.select_entries(connection)
         layer1, layer2 = await asyncio.to_thread(_decode_layers, object_rows, assumed_rows, freeze)
     except OperationalError as error:
@@ -85,18 +83,26 @@ async def read_state(
 async def _read_snapshot(
     connection: AsyncConnection, path: str, fingerprint: str
 ) -> Snapshot | None:
-    rows = (
+    table = snapshot
+    stored = (
         await connection.execute(
-            select(snapshot.c.fingerprint, snapshot.c.body).order_by(snapshot.c.id)
+            select(table.c.id, table.c.fingerprint, table.c.taken_at, table.c.body).order_by(
+                table.c.id
+            )
         )
     ).all()
-    if not rows:
+    if not stored:
         return None
-    if any(row.fingerprint != fingerprint for row in rows):
+    try:
+        bodies = [rows.snapshot_row(*row) for row in stored]
+    except rows.BadRow as problem:
+        log.warning("database %s: snapshot unusable (%s); reading the objects", path, problem)
+        return None
+    if any(row.fingerprint != fingerprint for row in stored):
         log.info("database %s: its snapshot was taken by other code; reading the objects", path)
         return None
     try:
-        return await asyncio.to_thread(_decode_snapshot, [row.body for row in rows])
+        return await asyncio.to_thread(_decode_snapshot, bodies)
     except SnapshotError as problem:
         log.warning("database %s: snapshot unusable (%s); reading the objects", path, problem)
         return None
@@ -111,6 +117,11 @@ def _decode_snapshot(parts: list[bytes]) -> Snapshot:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _resume_points() -> Any:
+    table = resume_points
+    return select(table.c.kind, table.c.resource_version, table.c.updated_at)
 
 
 def _bodies(table: Table) -> Any:

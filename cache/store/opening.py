@@ -30,6 +30,7 @@ from sqlalchemy.exc import DBAPIError
 from volsched.cache.errors import StoreError
 from volsched.cache.store import rows
 from volsched.cache.store.schema import REVISION, metadata
+from volsched.cache.store.text import guard_text
 
 log = logging.getLogger("volsched.store")
 
@@ -175,7 +176,7 @@ def _inspect(path: Path) -> list[str]:
     if header != SQLITE_HEADER:
         raise _BadContent("not a SQLite database")
     try:
-        connection = sqlite3.connect(path, timeout=5.0)
+        connection = guard_text(sqlite3.connect(path, timeout=5.0))
     except sqlite3.Error as error:
         raise _classify(path, error) from None
     try:
@@ -229,7 +230,7 @@ def _verify_schema(path: Path, revision: str) -> None:
     """Every table and column of this revision is there (alembic trusts its stamp; a
     table dropped by hand, or a half-copied file, would fail much later)."""
     try:
-        connection = sqlite3.connect(path, timeout=5.0)
+        connection = guard_text(sqlite3.connect(path, timeout=5.0))
     except sqlite3.Error as error:
         raise _classify(path, error) from None
     try:

@@ -8,14 +8,20 @@ wrote, and each body for what volsched could have written:
 - **object and assumed rows**: text kind and key, a body that is JSON text of an object
   nested at most ``MAX_ROW_DEPTH`` levels (a body of 5,000 nested arrays made Python's
   decoder raise RecursionError, which nothing expected);
-- **journal rows**: an integer id, text pod, node and state, numeric times and an intent
+- **journal rows**: an integer id, text pod, node and state, finite times and an intent
   that is a JSON object;
-- **resume points**: text kind and resourceVersion; **meta**: text key and value;
+- **resume points**: text kind and resourceVersion, a finite time; **meta**: text key
+  and value;
 - **alembic_version**: exactly one row naming one revision (two rows made alembic refuse
   to migrate with an error of its own);
-- **snapshot parts** (see ``snapshot.py``): after unpickling, each view is an instance of
-  its kind's view class under its own key, and every number it holds is finite (a NaN
-  in a node's allocatable failed every pod's scoring, and each clean stop wrote it back).
+- **snapshot rows**: a text fingerprint, a finite time and a body of bytes; each part,
+  once unpickled (see ``snapshot.py``), holds views that are instances of their kind's
+  view class under their own key, with every field of the type it is declared with
+  (see ``shapes``) and every number finite (a NaN in a node's allocatable failed every
+  pod's scoring, and each clean stop wrote it back).
+
+Text that is not UTF-8 reaches these checks as ``text.NotUtf8`` and is named like any
+other value of the wrong type.
 
 Each problem is a ``BadRow`` whose message names the table, the row and what is wrong.
 What the store does about it is its callers' choice (``loading``, ``journal``,
@@ -28,13 +34,15 @@ from __future__ import annotations
 import cmath
 import dataclasses
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from volsched.cache.json_limits import JsonLimitError, check_depth
-from volsched.cache.objects.meta import ObjectMeta
 from volsched.cache.objects.registry import view_class
+from volsched.cache.store.shapes import ShapeError, check_view
+from volsched.cache.store.text import NotUtf8
 
 # Far deeper than any Kubernetes object's schema (a pod with managed fields is about 20
 # levels), and shallow enough that no walk over a body (a JSON dump, a deep copy) can
@@ -53,29 +61,54 @@ def _shown(value: object, limit: int = 40) -> str:
 
 def _text(table: str, row: str, column: str, value: object) -> str:
     if not isinstance(value, str):
+        if isinstance(value, NotUtf8):
+            raise BadRow(f"{table} row {row}: {column} is not UTF-8 text")
         raise BadRow(f"{table} row {row}: {column} is {type(value).__name__}, not text")
     return value
 
 
+def _type_of(value: object) -> str:
+    """What a stored value is, in a problem's words."""
+    if isinstance(value, NotUtf8):
+        return "text that is not UTF-8"
+    return type(value).__name__
+
+
+def _time(table: str, row: str, column: str, value: object) -> float:
+    """A time volsched wrote (seconds since the epoch): a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BadRow(f"{table} row {row}: {column} is {_type_of(value)}, not a time")
+    if not math.isfinite(value):
+        raise BadRow(f"{table} row {row}: {column} is {value}, not a time")
+    return float(value)
+
+
+def _not_a_number(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+# JSON as volsched writes it: ``NaN`` and ``Infinity``, which Python's decoder takes by
+# default, are no JSON a body or an intent can hold.
+_decode_json = json.JSONDecoder(parse_constant=_not_a_number).decode
+
+
 def json_object(where: str, body: object) -> dict[str, Any]:
-    """``body`` (JSON text volsched wrote) decoded; it must be an object."""
-    if isinstance(body, bytes):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError:
-            raise BadRow(f"{where}: not UTF-8 text") from None
-    if not isinstance(body, str):
-        raise BadRow(f"{where}: a {type(body).__name__}, not JSON text")
+    """``body`` (JSON text volsched wrote) decoded; it must be an object. ``where``
+    names the table, row and column."""
+    if type(body) is not str:
+        if isinstance(body, NotUtf8):
+            raise BadRow(f"{where} is not UTF-8 text")
+        raise BadRow(f"{where} is {type(body).__name__}, not JSON text")
     try:
-        decoded = json.loads(body)
+        decoded = _decode_json(body)
     except RecursionError:
-        raise BadRow(f"{where}: nested deeper than {MAX_ROW_DEPTH} levels") from None
+        raise BadRow(f"{where} is nested deeper than {MAX_ROW_DEPTH} levels") from None
     except json.JSONDecodeError as error:
-        raise BadRow(f"{where}: cannot be decoded: {error.msg} (at {error.pos})") from None
-    except ValueError:  # an integer of more than 4,300 digits
-        raise BadRow(f"{where}: cannot be decoded: a number too long to read") from None
+        raise BadRow(f"{where} cannot be decoded: {error.msg} (at {error.pos})") from None
+    except ValueError as error:  # an integer of more than 4,300 digits, NaN, Infinity
+        raise BadRow(f"{where} cannot be decoded: {error}") from None
     if not isinstance(decoded, dict):
-        raise BadRow(f"{where}: not a JSON object")
+        raise BadRow(f"{where} is not a JSON object")
     # Counting brackets is cheap; the walk runs only for the rare body with many.
     if body.count("[") + body.count("{") > MAX_ROW_DEPTH:
         try:
@@ -90,7 +123,7 @@ def object_row(table: str, kind: object, key: object, body: object) -> tuple[str
     row = f"{_shown(kind)} {_shown(key)}"
     kind = _text(table, row, "kind", kind)
     key = _text(table, row, "key", key)
-    return kind, key, json_object(f"{table} row {row}", body)
+    return kind, key, json_object(f"{table} row {row}: body", body)
 
 
 def object_rows(
@@ -99,7 +132,7 @@ def object_rows(
     """``object_row`` over a whole table, as a warm start reads it: the checks of
     ``object_row`` inlined for the rows that pass them (all of them, in a file that is
     not damaged), and ``object_row`` itself, to say why, for one that does not."""
-    loads = json.loads
+    loads = _decode_json
     for row in stored:
         kind, key, body = row
         if type(kind) is str and type(key) is str and type(body) is str:
@@ -113,8 +146,10 @@ def object_rows(
         yield object_row(table, kind, key, body)
 
 
-def resume_row(kind: object, version: object) -> tuple[str, str]:
+def resume_row(kind: object, version: object, updated_at: object) -> tuple[str, str]:
+    """A row of ``resume_points``: (kind, resourceVersion); the time is checked only."""
     row = _shown(kind)
+    _time("resume_points", row, "updated_at", updated_at)
     return _text("resume_points", row, "kind", kind), _text(
         "resume_points", row, "resource_version", version
     )
@@ -134,19 +169,14 @@ def journal_row(values: Sequence[Any]) -> JournalRow:
     if isinstance(entry_id, bool) or not isinstance(entry_id, int):
         raise BadRow(f"journal row {_shown(entry_id)}: the id is not an integer")
     row = str(entry_id)
-    times = []
-    for column, value in (("created_at", created_at), ("updated_at", updated_at)):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise BadRow(f"journal row {row}: {column} is {type(value).__name__}, not a time")
-        times.append(float(value))
     return (
         entry_id,
         _text("journal", row, "pod", pod),
         _text("journal", row, "node", node),
-        json_object(f"journal row {row}: the intent", intent),
+        json_object(f"journal row {row}: intent", intent),
         _text("journal", row, "state", state),
-        times[0],
-        times[1],
+        _time("journal", row, "created_at", created_at),
+        _time("journal", row, "updated_at", updated_at),
     )
 
 
@@ -155,8 +185,12 @@ def stamp(versions: Sequence[object]) -> str:
     if len(versions) != 1:
         raise BadRow(f"alembic_version holds {len(versions)} rows; a store file has exactly one")
     (version,) = versions
-    if not isinstance(version, str) or not version:
-        raise BadRow(f"alembic_version holds {_shown(version)}, not a revision")
+    if isinstance(version, NotUtf8):
+        raise BadRow("alembic_version: version_num is not UTF-8 text")
+    if not isinstance(version, str):
+        raise BadRow(f"alembic_version: version_num is {type(version).__name__}, not a revision")
+    if not version:
+        raise BadRow("alembic_version: version_num is empty, not a revision")
     return version
 
 
@@ -204,6 +238,17 @@ def may_hold_non_finite(body: bytes) -> bool:
     return _PICKLED_NON_FINITE.search(body) is not None
 
 
+def snapshot_row(part: object, fingerprint: object, taken_at: object, body: object) -> bytes:
+    """A row of ``snapshot`` (id, fingerprint, taken_at, body): its body, not yet decoded."""
+    row = _shown(part)
+    _text("snapshot", row, "fingerprint", fingerprint)
+    _time("snapshot", row, "taken_at", taken_at)
+    # A bytes subclass is text that was not UTF-8, not a body volsched wrote.
+    if type(body) is not bytes:
+        raise BadRow(f"snapshot row {row}: body is {_type_of(body)}, not bytes")
+    return body
+
+
 def snapshot_part(views: object, raw: object, check_numbers: bool = True) -> None:
     """A snapshot part as unpickled: views by kind and key, each an instance of its kind's
     view class named by its own key, every number in it finite (walked only with
@@ -212,6 +257,7 @@ def snapshot_part(views: object, raw: object, check_numbers: bool = True) -> Non
     plain ``int``, where a Pod should be."""
     if not isinstance(views, dict) or not isinstance(raw, dict):
         raise BadRow("it is not in this version's format")
+    seen: set[int] = set()
     for kind, by_key in views.items():
         expected = view_class(kind) if isinstance(kind, str) else None
         if expected is None or not isinstance(by_key, dict):
@@ -222,8 +268,11 @@ def snapshot_part(views: object, raw: object, check_numbers: bool = True) -> Non
                     f"its {kind} {_shown(key)} is a {type(view).__name__}, "
                     f"not a {expected.__name__}"
                 )
-            meta = getattr(view, "meta", None)
-            if not isinstance(meta, ObjectMeta) or meta.key != key:
+            try:
+                check_view(view, seen)
+            except ShapeError as problem:
+                raise BadRow(f"its {kind} {_shown(key)}: {problem}") from None
+            if view.meta.key != key:
                 raise BadRow(f"its {kind} {_shown(key)} is stored under another key")
             where = _non_finite(view, "", VIEW_DEPTH) if check_numbers else None
             if where is not None:

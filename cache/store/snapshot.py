@@ -12,12 +12,16 @@ It is stamped with a fingerprint of the code that parsed it (the view classes, t
 parsers and the quantity rules): after an upgrade, or any change there, the views could
 mean something else, so an old snapshot is never used.
 
-Only volsched's view classes and a few builtins may be named in it: a tampered database
-file gives a ``SnapshotError``, never code execution.
+Only volsched's view classes may be named in it, only the opcodes ``encode`` writes may
+appear, no length may exceed the part (``snapshot_opcodes``), and every field of every
+view must have its declared type (``shapes``): a damaged or tampered database file gives
+a ``SnapshotError`` — and a start that reads the rows — never code execution, a huge
+allocation or a view that breaks scheduling.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -28,7 +32,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from volsched.cache.store import rows
+from volsched.cache.store import rows, snapshot_opcodes
 
 # What a snapshot holds: views by kind and key, and the raw JSON text kept for kinds the
 # binder writes back whole.
@@ -42,7 +46,6 @@ PART_OBJECTS = 5000
 _VIEW_PACKAGE = "volsched.cache.objects"
 # Modules whose code decides what a parsed view holds.
 _PARSING_MODULES = ("volsched.cache.quantity", "volsched.cache.errors")
-_BUILTINS = frozenset({"frozenset", "set", "complex", "bytearray"})
 
 
 class SnapshotError(Exception):
@@ -91,10 +94,12 @@ class _ViewsOnly(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if module.startswith(_VIEW_PACKAGE + ".") and not name.startswith("_"):
             found = getattr(import_module(module), name, None)
-            if isinstance(found, type) and found.__module__.startswith(_VIEW_PACKAGE + "."):
+            if (
+                isinstance(found, type)
+                and found.__module__.startswith(_VIEW_PACKAGE + ".")
+                and dataclasses.is_dataclass(found)
+            ):
                 return found
-        if module == "builtins" and name in _BUILTINS:
-            return super().find_class(module, name)
         raise SnapshotError(f"it names {module}.{name}, which is not a view class")
 
 
@@ -111,6 +116,10 @@ def decode(parts: Iterable[bytes]) -> Snapshot:
 
 
 def _decode_part(body: bytes) -> tuple[Views, RawTexts]:
+    try:
+        snapshot_opcodes.check_part(body)
+    except snapshot_opcodes.OpcodeError as problem:
+        raise SnapshotError(str(problem)) from None
     try:
         loaded = _ViewsOnly(io.BytesIO(body)).load()
     except SnapshotError:

@@ -7,8 +7,9 @@ Two kinds of write, with two promises:
   ``delete_assumed``, ``set_resume_point``) are plain calls that only queue: the latest
   write per key waits in memory and a background task flushes the queue in one
   transaction at most ``flush_interval_seconds`` after the first queued write, or at once
-  when more than ``max_pending`` rows wait. A crash loses at most that window, which the
-  next watch or relist rewrites. ``flush()`` forces a flush; ``close()`` flushes.
+  when more than ``max_pending`` rows wait (see ``write_behind``). A crash loses at most
+  that window, which the next watch or relist rewrites. ``flush()`` forces a flush;
+  ``close()`` flushes.
 - **Journal writes** (``journal_open``, ``journal_update``, ``journal_close``) are awaited
   and committed, with ``synchronous=FULL``, before they return.
 
@@ -44,21 +45,17 @@ from volsched.cache.errors import StoreError
 from volsched.cache.store import journal as journal_sql
 from volsched.cache.store import rows, schema
 from volsched.cache.store.connecting import create_store_engine
-from volsched.cache.store.flushing import dumps, serialize_relists, write_batch
-from volsched.cache.store.group_commit import EntryToOpen, GroupCommit
+from volsched.cache.store.flushing import dumps
 from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
+from volsched.cache.store.journal_entries import JournalEntries
 from volsched.cache.store.loading import StoredState, read_state
 from volsched.cache.store.opening import OpenResult, move_aside, prepare_file
-from volsched.cache.store.pending import PendingWrites, RelistBody
+from volsched.cache.store.pending import RelistBody
+from volsched.cache.store.write_behind import JOURNAL, WriteBehind
 
 log = logging.getLogger("volsched.store")
 
-# After a failed background flush, wait this long (doubling) before the next attempt.
-RETRY_MAX_SECONDS = 5.0
-# The two writers ``WriteHealth`` follows.
-FLUSH = "flush"
-JOURNAL = "journal"
 # The meta key a write check inserts and deletes in one transaction.
 WRITE_CHECK_KEY = "write-check"
 
@@ -95,29 +92,32 @@ class Store:
         self.path = path
         self._engine = engine
         self._journal_engine = journal_engine
-        self._flush_interval_seconds = flush_interval_seconds
-        self._max_pending = max_pending
         self._clock = clock
         self._on_flush = on_flush
-        self._pending = PendingWrites()
         self._write_lock = asyncio.Lock()  # one writer at a time: flushes and journal
-        self._dirty = asyncio.Event()  # something waits to be flushed
-        self._urgent = asyncio.Event()  # more than max_pending waits: flush now
         self._closed = False
-        self._flushes = 0
-        self._rows_flushed = 0
-        self._last_flush_seconds = 0.0
-        self._flush_errors = 0
-        self._last_flush_error: str | None = None
-        # Journal entries open as far as this store knows (a close waiting for the
-        # flush is not): the depth, and what makes a second close a no-op.
-        self._open_entries = set(open_entries)
         self._health = WriteHealth(path)
-        self._retry_now = asyncio.Event()  # a write worked again: end the flush backoff
-        self._flusher = asyncio.get_running_loop().create_task(
-            self._flush_forever(), name=f"volsched-store-flush:{path.name}"
+        self._writes = WriteBehind(
+            path,
+            lambda: self._engine,
+            self._write_lock,
+            self._health,
+            flush_interval_seconds=flush_interval_seconds,
+            max_pending=max_pending,
+            clock=clock,
+            check_journal=self._check_journal_writes,
+            flushed=self._flushed,
         )
-        self._opening = GroupCommit(self._insert_entries, self.journal_close)
+        self._writes.start()
+        self._journal = JournalEntries(
+            path,
+            lambda: self._journal_engine,
+            self._journal_write,
+            self._write_lock,
+            self._writes,
+            clock,
+            open_entries,
+        )
 
     @classmethod
     async def open(
@@ -188,19 +188,20 @@ class Store:
             )
         except SQLAlchemyError as error:
             raise store_error(self.path, "loading", error) from None
-        self._open_entries = {entry.id for entry in state.journal}
+        self._journal.open_ids = {entry.id for entry in state.journal}
         return state
 
     @property
     def stats(self) -> StoreStats:
+        writes = self._writes
         return StoreStats(
-            pending=len(self._pending),
-            flushes=self._flushes,
-            rows_flushed=self._rows_flushed,
-            last_flush_seconds=self._last_flush_seconds,
-            flush_errors=self._flush_errors,
-            last_flush_error=self._last_flush_error,
-            journal_depth=len(self._open_entries),
+            pending=len(writes.pending),
+            flushes=writes.flushes,
+            rows_flushed=writes.rows_flushed,
+            last_flush_seconds=writes.last_flush_seconds,
+            flush_errors=writes.flush_errors,
+            last_flush_error=writes.last_flush_error,
+            journal_depth=len(self._journal.open_ids),
             writable=self._health.writable,
         )
 
@@ -220,13 +221,13 @@ class Store:
     def put_object(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
         """Layer 1: the latest object the API server sent for ``kind``/``key``."""
         self._check_open()
-        self._pending.set_object(kind, key, dumps(raw))
-        self._queued()
+        self._writes.pending.set_object(kind, key, dumps(raw))
+        self._writes.queued()
 
     def delete_object(self, kind: str, key: str) -> None:
         self._check_open()
-        self._pending.set_object(kind, key, None)
-        self._queued()
+        self._writes.pending.set_object(kind, key, None)
+        self._writes.queued()
 
     def replace_kind(
         self, kind: str, objects: Mapping[str, RelistBody], resource_version: str
@@ -236,32 +237,32 @@ class Store:
         An object may come already serialized (compact JSON text, as ``dumps`` writes
         it): a relist of 50,000 pods then never holds 50,000 decoded objects."""
         self._check_open()
-        self._pending.replace_kind(kind, dict(objects), resource_version)
-        self._queued()
+        self._writes.pending.replace_kind(kind, dict(objects), resource_version)
+        self._writes.queued()
 
     def put_assumed(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
         """Layer 2: what this scheduler assumed for ``kind``/``key``."""
         self._check_open()
-        self._pending.set_assumed(kind, key, dumps(raw))
-        self._queued()
+        self._writes.pending.set_assumed(kind, key, dumps(raw))
+        self._writes.queued()
 
     def delete_assumed(self, kind: str, key: str) -> None:
         self._check_open()
-        self._pending.set_assumed(kind, key, None)
-        self._queued()
+        self._writes.pending.set_assumed(kind, key, None)
+        self._writes.queued()
 
     def set_resume_point(self, kind: str, resource_version: str) -> None:
         """Where the watch of ``kind`` resumes; flushed with (never before) the objects
         queued ahead of it."""
         self._check_open()
-        self._pending.set_resume_point(kind, resource_version)
-        self._queued()
+        self._writes.pending.set_resume_point(kind, resource_version)
+        self._writes.queued()
 
     async def flush(self) -> None:
         """Write everything queued so far; raises ``StoreError`` if it cannot.
 
         On failure nothing of the batch is written and all of it stays queued."""
-        await self._flush_batch()
+        await self._writes.flush()
 
     # -- journal writes: durable before they return --------------------------------------
 
@@ -273,15 +274,7 @@ class Store:
         Intents opened at the same time share one transaction and one fsync (see
         ``group_commit``)."""
         self._check_open()
-        body = journal_sql.encode_intent(intent)
-        return await self._opening.open(EntryToOpen(pod, node, body, state))
-
-    async def _insert_entries(self, entries: list[EntryToOpen]) -> list[int]:
-        values = [(entry.pod, entry.node, entry.intent, entry.state) for entry in entries]
-        async with self._journal_write("opening a journal entry") as connection:
-            ids = await journal_sql.insert_entries(connection, values, self._clock())
-        self._open_entries.update(ids)
-        return ids
+        return await self._journal.open(pod, node, intent, state)
 
     async def journal_update(
         self,
@@ -292,13 +285,7 @@ class Store:
     ) -> None:
         """Record progress of an open entry; raises ``StoreError`` if it is not open."""
         self._check_open()
-        if entry_id in self._pending.journal_closes:
-            raise StoreError(f"{self.path}: no open journal entry {entry_id}")
-        body = None if intent is None else journal_sql.encode_intent(intent)
-        async with self._journal_write("updating a journal entry") as connection:
-            found = await journal_sql.update_entry(connection, entry_id, state, body, self._clock())
-        if not found:
-            raise StoreError(f"{self.path}: no open journal entry {entry_id}")
+        await self._journal.update(entry_id, state, intent)
 
     async def journal_close(self, entry_id: int) -> None:
         """The cycle is over (bound or rolled back). Closing twice is harmless.
@@ -311,11 +298,7 @@ class Store:
         cycle's end (and the intents waiting to open) in a queue during a burst.
         """
         self._check_open()
-        if entry_id not in self._open_entries:
-            return
-        self._open_entries.discard(entry_id)
-        self._pending.close_journal_entry(entry_id)
-        self._queued()
+        await self._journal.close(entry_id)
 
     async def journal_pending(self) -> list[JournalEntry]:
         """Open entries, oldest first (a closed one whose row waits for a flush is not).
@@ -325,22 +308,7 @@ class Store:
         read, and it must not stop the others from being recovered. (What it had
         written is still recorded in the API objects, where recovery finds it.)"""
         self._check_open()
-        # Under the write lock: a flush deleting closed entries is either done or undone.
-        async with self._write_lock:
-            try:
-                async with self._journal_engine.connect() as connection:
-                    entries, unreadable = await journal_sql.select_entries(connection)
-            except SQLAlchemyError as error:
-                raise store_error(self.path, "reading the journal", error) from None
-            closing = set(self._pending.journal_closes)
-        for entry_id, problem in unreadable:
-            log.warning("database %s: %s; skipping and removing the entry", self.path, problem)
-            if entry_id is not None and entry_id not in closing:
-                self._pending.close_journal_entry(entry_id)
-                self._queued()
-        entries = [entry for entry in entries if entry.id not in closing]
-        self._open_entries = {entry.id for entry in entries}
-        return entries
+        return await self._journal.pending()
 
     @contextlib.asynccontextmanager
     async def _journal_write(
@@ -354,44 +322,48 @@ class Store:
             except SQLAlchemyError as error:
                 failure = store_error(self.path, doing, error)
                 self._health.failed(JOURNAL, failure)
-                # The flusher checks, with backoff, when a journal write would work again.
-                self._dirty.set()
+                self._writes.journal_failed()
                 raise failure from None
-        self._wrote(JOURNAL)
+        self._writes.wrote(JOURNAL)
 
     async def rebuild(self, reason: str) -> str:
         """Move the file aside (for inspection) and start over with an empty one, in
         place: the store object others hold stays valid. Where the old file went."""
         self._check_open()
-        async with self._write_lock:
-            self._flusher.cancel()
-            await asyncio.wait([self._flusher])
-        self._pending.take()
+        await self._writes.stop()
+        self._writes.pending.take()
         await self._dispose()
         moved = await asyncio.to_thread(move_aside, self.path, self._clock, reason)
         await asyncio.to_thread(prepare_file, self.path, self._clock)
         self._engine = create_store_engine(self.path)
         self._journal_engine = create_store_engine(self.path, synchronous="FULL")
-        self._open_entries = set()
-        self._flusher = asyncio.get_running_loop().create_task(
-            self._flush_forever(), name=f"volsched-store-flush:{self.path.name}"
-        )
+        self._journal.open_ids = set()
+        self._writes.start()
         return moved
 
     # -- the file's own facts ---------------------------------------------------------------
 
     async def read_meta(self, key: str) -> str | None:
+        """The value stored under ``key`` (None: none). Every row is read: one that is not
+        text, whatever its key, could be this one, so the value is then unknown — ""
+        (logged with the row), which matches no identity, and ``discard_cluster_state``
+        removes the row."""
         self._check_open()
+        table = schema.meta
         try:
             async with self._engine.connect() as connection:
-                row = (
-                    await connection.execute(
-                        sa.select(schema.meta.c.value).where(schema.meta.c.key == key)
-                    )
-                ).first()
+                found = (await connection.execute(sa.select(table.c.key, table.c.value))).all()
         except SQLAlchemyError as error:
             raise store_error(self.path, "reading the file's identity", error) from None
-        return None if row is None else str(row[0])
+        values: dict[str, str] = {}
+        for stored_key, stored_value in found:
+            try:
+                readable_key, value = rows.meta_row(stored_key, stored_value)
+            except rows.BadRow as problem:
+                log.warning("database %s: %s; its identity is unknown", self.path, problem)
+                return ""
+            values[readable_key] = value
+        return values.get(key)
 
     async def peek_resume_points(self) -> dict[str, str]:
         """The stored watch resume points, read on their own so the watches can open
@@ -402,8 +374,10 @@ class Store:
         table = schema.resume_points
         try:
             async with self._engine.connect() as connection:
-                found = await connection.execute(sa.select(table.c.kind, table.c.resource_version))
-                return dict(rows.resume_row(kind, version) for kind, version in found)
+                found = await connection.execute(
+                    sa.select(table.c.kind, table.c.resource_version, table.c.updated_at)
+                )
+                return dict(rows.resume_row(*point) for point in found)
         except (SQLAlchemyError, rows.BadRow):
             return {}
 
@@ -439,10 +413,11 @@ class Store:
             await connection.execute(sa.insert(schema.meta).values(key=key, value=value))
 
     async def discard_cluster_state(self) -> None:
-        """Forget every object, assumption, resume point and journal entry (they belong
-        to another cluster), in one transaction; what was queued is dropped too."""
+        """Forget every object, assumption, resume point, journal entry and fact about the
+        file (they belong to another cluster), in one transaction; what was queued is
+        dropped too."""
         self._check_open()
-        self._pending.clear()
+        self._writes.pending.clear()
         async with self._journal_write("discarding another cluster's state") as connection:
             for table in (
                 schema.objects,
@@ -450,9 +425,10 @@ class Store:
                 schema.resume_points,
                 schema.journal,
                 schema.snapshot,
+                schema.meta,
             ):
                 await connection.execute(sa.delete(table))
-        self._open_entries = set()
+        self._journal.open_ids = set()
 
     # -- shutting down --------------------------------------------------------------------
 
@@ -460,11 +436,11 @@ class Store:
         """Flush what is queued, then release the file. Idempotent."""
         if self._closed:
             return
-        await self._opening.idle()
+        await self._journal.idle()
         self._closed = True
         try:
-            await self._stop_flusher()
-            await self._flush_batch()
+            await self._writes.stop()
+            await self._writes.flush()
         finally:
             await self._dispose()
 
@@ -473,19 +449,13 @@ class Store:
         lost, the journal is not. For a fatal shutdown, and for tests of recovery."""
         if self._closed:
             return
-        await self._opening.idle()
+        await self._journal.idle()
         self._closed = True
         try:
-            await self._stop_flusher()
-            self._pending.take()
+            await self._writes.stop()
+            self._writes.pending.take()
         finally:
             await self._dispose()
-
-    async def _stop_flusher(self) -> None:
-        # Under the write lock the flusher is between flushes, never inside a transaction.
-        async with self._write_lock:
-            self._flusher.cancel()
-            await asyncio.wait([self._flusher])
 
     async def _dispose(self) -> None:
         try:
@@ -497,41 +467,7 @@ class Store:
         if self._closed:
             raise StoreError(f"{self.path}: the store is closed")
 
-    # -- the write-behind flusher ---------------------------------------------------------
-
-    def _queued(self) -> None:
-        self._dirty.set()
-        if len(self._pending) > self._max_pending:
-            self._urgent.set()
-
-    async def _flush_forever(self) -> None:
-        """Flush at most ``flush_interval_seconds`` after the first queued write; while
-        writes fail, retry with backoff (``WriteHealth`` logs the failure and the end of
-        it, once each) until the flush and a journal write both work again."""
-        retry_seconds = self._flush_interval_seconds
-        while True:
-            await self._dirty.wait()
-            if not self._urgent.is_set():
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self._flush_interval_seconds):
-                        await self._urgent.wait()
-            try:
-                await self._flush_batch()
-                if self._health.failing(JOURNAL):
-                    await self._check_journal_writes()
-            except Exception as error:  # keep flushing whatever went wrong this time
-                if not isinstance(error, StoreError):
-                    log.exception(
-                        "flushing %s failed; retrying in %.1f s", self.path, retry_seconds
-                    )
-                self._dirty.set()
-                self._retry_now.clear()
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(retry_seconds):
-                        await self._retry_now.wait()
-                retry_seconds = min(retry_seconds * 2, RETRY_MAX_SECONDS)
-            else:
-                retry_seconds = self._flush_interval_seconds
+    # -- what the write-behind flusher asks of the store --------------------------------
 
     async def _check_journal_writes(self) -> None:
         """A journal write failed and none has worked since: commit a write that leaves
@@ -544,48 +480,9 @@ class Store:
                 sa.delete(schema.meta).where(schema.meta.c.key == WRITE_CHECK_KEY)
             )
 
-    def _wrote(self, writer: str) -> None:
-        self._health.succeeded(writer)
-        if not self._health.writable:
-            self._retry_now.set()  # there is room again: retry the other writer now
-
-    async def _flush_batch(self) -> None:
-        async with self._write_lock:
-            if not len(self._pending):
-                self._dirty.clear()
-                return
-            batch = self._pending.take()
-            self._dirty.clear()
-            self._urgent.clear()
-            try:
-                relists = await serialize_relists(batch)
-                started = time.perf_counter()
-                async with self._engine.begin() as connection:
-                    rows = await write_batch(connection, batch, relists, self._clock())
-                elapsed = time.perf_counter() - started
-            except BaseException as error:
-                # Every write in a batch is idempotent: put it back and write it again.
-                self._pending.restore(batch)
-                self._queued()
-                if isinstance(error, SQLAlchemyError):
-                    failure = store_error(self.path, "flushing", error)
-                    self._note_failure(str(failure))
-                    self._health.failed(FLUSH, failure)
-                    raise failure from None
-                if isinstance(error, Exception):
-                    self._note_failure(f"{self.path}: flushing failed: {error!r}")
-                raise
-        self._wrote(FLUSH)
-        self._flushes += 1
-        self._last_flush_error = None
-        self._rows_flushed += rows
-        self._last_flush_seconds = elapsed
+    def _flushed(self) -> None:
         if self._on_flush is not None:
             try:
                 self._on_flush(self.stats)
             except Exception:
                 log.exception("the store's on_flush callback failed")
-
-    def _note_failure(self, message: str) -> None:
-        self._flush_errors += 1
-        self._last_flush_error = message

@@ -35,19 +35,50 @@ class RecoveryReport:
     failed: int = 0
 
 
+class MalformedIntent(ValueError):
+    """A journal intent that decodes but does not describe a binding cycle (a damaged
+    or hand-edited row); the message names the field."""
+
+
+# The fields undo reads from each written item, and so must be text.
+_ITEM_FIELDS = {
+    "prebinds": ("pv", "claim"),
+    "provisions": ("claim",),
+    "replicas": ("volume", "name"),
+}
+
+
 def intent_from_json(data: dict[str, object]) -> Intent:
+    """The intent a journal entry records; ``MalformedIntent`` when it cannot be one."""
+
+    def text(key: str) -> str:
+        value = data.get(key) or ""
+        if not isinstance(value, str):
+            raise MalformedIntent(f"{key} is {type(value).__name__}, not text")
+        return value
+
     def items(key: str) -> list[dict[str, object]]:
         value = data.get(key)
-        return [dict(item) for item in value] if isinstance(value, list) else []
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise MalformedIntent(f"{key} is {type(value).__name__}, not a list")
+        for index, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise MalformedIntent(f"{key}[{index}] is {type(item).__name__}, not an object")
+            for field in _ITEM_FIELDS[key]:
+                if not isinstance(item.get(field), str):
+                    raise MalformedIntent(f"{key}[{index}].{field} is missing or not text")
+        return [dict(item) for item in value]
 
     return Intent(
-        pod=str(data.get("pod", "")),
-        pod_uid=str(data.get("podUID", "")),
-        node=str(data.get("node", "")),
+        pod=text("pod"),
+        pod_uid=text("podUID"),
+        node=text("node"),
         prebinds=items("prebinds"),
         provisions=items("provisions"),
         replicas=items("replicas"),
-        cycle=str(data.get("cycle") or ""),
+        cycle=text("cycle"),
     )
 
 
@@ -123,6 +154,13 @@ async def recover(binder: Binder) -> RecoveryReport:
         except ApiError as exc:
             log.warning("recovery of journal entry %s left for later: %s", entry.id, exc)
             report.failed += 1
+            continue
+        except MalformedIntent as problem:
+            # Damage, not a bug: one line, and the entry goes (what it wrote, if
+            # anything, is recorded on the objects, where the API pass finds it).
+            log.warning("journal entry %s: intent %s; dropping it", entry.id, problem)
+            report.failed += 1
+            await binder.journal.journal_close(entry.id)
             continue
         except Exception:
             # A malformed intent must not wedge every start: log it and drop it.

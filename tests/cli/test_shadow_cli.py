@@ -126,12 +126,10 @@ def test_a_saved_report_as_a_table(tmp_path: Path, capsys: pytest.CaptureFixture
         "volsched's 1.0 GiB, saved 90.0 GiB"
     ) in lines
     assert (
-        "Replicated volumes without a replica on the pod's node (1 pods): theirs 1, "
-        "volsched's 0"
+        "Replicated volumes without a replica on the pod's node (1 pods): theirs 1, volsched's 0"
     ) in lines
     assert (
-        "Claim pods pending for want of a PV: 2, of which volsched's placements would have "
-        "served 1"
+        "Claim pods pending for want of a PV: 2, of which volsched's placements would have served 1"
     ) in lines
 
 

@@ -9,6 +9,7 @@ import logging
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ import pytest
 from tests.integration.conftest import ROOT, Cluster, eventually
 from tests.integration.objects import claim, local_pv, node, pod, storage_class
 from tests.integration.test_resilience import kill_after_prebind
+from tests.store.damage_kit import snapshot_body, sql
+from tests.store.damage_snapshots import MEMO_SLOT_200_MILLION, damaged_meta
 from volsched.emulator import ControllerSettings
 
 
@@ -40,6 +43,19 @@ def damage(path: Path, statement: str) -> None:
         ),
         ("DROP TABLE journal", "table journal is missing at revision"),
         ("DROP TABLE resume_points", "table resume_points is missing at revision"),
+        (
+            "UPDATE objects SET body = CAST(X'FF' AS TEXT) || body WHERE kind = 'Node'",
+            "body is not UTF-8 text",
+        ),
+        (
+            "UPDATE alembic_version SET version_num = CAST(X'FF' AS TEXT) || version_num",
+            "version_num is not UTF-8 text",
+        ),
+        (
+            "UPDATE resume_points SET resource_version = CAST(X'FF' AS TEXT) || resource_version",
+            "resource_version is not UTF-8 text",
+        ),
+        ("UPDATE resume_points SET updated_at = 9e999", "updated_at is inf, not a time"),
     ],
     ids=[
         "bad body",
@@ -48,6 +64,10 @@ def damage(path: Path, statement: str) -> None:
         "bad assumed row",
         "journal",
         "resume points",
+        "body not UTF-8",
+        "stamp not UTF-8",
+        "resume point not UTF-8",
+        "resume time infinite",
     ],
 )
 async def test_an_unreadable_database_is_rebuilt_not_crashed_on(
@@ -73,6 +93,35 @@ async def test_an_unreadable_database_is_rebuilt_not_crashed_on(
     await eventually(
         lambda: cluster.node_of("p-after") == "node-1", what="scheduling after rebuild"
     )
+
+
+@pytest.mark.parametrize(
+    ("apply", "said"),
+    [
+        (snapshot_body(damaged_meta(labels=None)), ".meta.labels is NoneType, not dict"),
+        (snapshot_body(MEMO_SLOT_200_MILLION), "which volsched never writes"),
+        (sql("UPDATE meta SET value = CAST(X'FF' AS TEXT) || value"), "identity is unknown"),
+    ],
+    ids=["snapshot labels None", "snapshot memo slot", "identity not UTF-8"],
+)
+async def test_a_damaged_snapshot_or_identity_is_worked_around_and_scheduling_goes_on(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, apply: Callable[[Path], None], said: str
+) -> None:
+    """The file is kept: a snapshot that cannot be used means the rows are read, an
+    identity that cannot be read means the state is discarded and relisted."""
+    cluster.server.load([node("node-1")])
+    first = await cluster.start_daemon()
+    await cluster.stop_daemon(first)
+    apply(cluster.db_path)
+    with caplog.at_level(logging.WARNING):
+        second = await cluster.start_daemon()
+    assert second.sync.opened.state == "warm"
+    assert not second.sync.loaded_from_snapshot
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any(said in m for m in messages), messages
+    assert "node-1" in second.cluster.nodes
+    cluster.server.load([pod("p-after")])
+    await eventually(lambda: cluster.node_of("p-after") == "node-1", what="scheduling goes on")
 
 
 @pytest.mark.parametrize(
@@ -104,9 +153,43 @@ async def test_a_bad_journal_row_is_skipped_and_recovery_finishes_the_rest(
     assert daemon.recovered is not None
     assert (daemon.recovered.released, daemon.recovered.kept) == (1, 0)
     skipped = [r.getMessage() for r in caplog.records if "skipping and removing" in r.getMessage()]
-    assert len(skipped) == 1 and "journal row 2: the intent" in skipped[0]
+    assert len(skipped) == 1 and "journal row 2: intent" in skipped[0]
     await eventually(lambda: cluster.node_of("p") == "node-1", timeout=30, what="pod placed")
     await eventually(lambda: daemon.store.stats.journal_depth == 0, what="journal emptied")
+
+
+@pytest.mark.parametrize(
+    ("intent", "said"),
+    [
+        ('{"pod": "default/q", "prebinds": [5]}', "prebinds[0] is int, not an object"),
+        ('{"pod": ["default", "q"]}', "pod is list, not text"),
+        ('{"pod": "default/q", "replicas": [{"name": "r"}]}', "replicas[0].volume is missing"),
+    ],
+    ids=["prebind not an object", "pod a list", "replica without volume"],
+)
+async def test_a_journal_intent_that_is_no_binding_is_dropped_with_one_line(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture, intent: str, said: str
+) -> None:
+    """An intent that decodes but describes no binding cycle cannot be finished or
+    undone: recovery drops it with one line naming the field — no traceback — and the
+    daemon schedules."""
+    cluster.server.load([node("node-1")])
+    first = await cluster.start_daemon()
+    await cluster.stop_daemon(first)
+    damage(
+        cluster.db_path,
+        "INSERT INTO journal (pod, node, intent, state, created_at, updated_at)"
+        f" VALUES ('default/q', 'node-1', '{intent}', 'open', 0, 0)",
+    )
+    with caplog.at_level(logging.WARNING):
+        daemon = await cluster.start_daemon()
+    assert daemon.sync.opened.state == "warm"
+    dropped = [r for r in caplog.records if "dropping it" in r.getMessage()]
+    assert len(dropped) == 1 and dropped[0].exc_info is None
+    assert said in dropped[0].getMessage()
+    assert daemon.store.stats.journal_depth == 0
+    cluster.server.load([pod("p-after")])
+    await eventually(lambda: cluster.node_of("p-after") == "node-1", what="scheduling goes on")
 
 
 def test_migrate_verifies_and_says_what_is_wrong(tmp_path: Path) -> None:

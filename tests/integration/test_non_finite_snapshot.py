@@ -1,4 +1,6 @@
-"""A stored Node view whose allocatable holds NaN or an infinity is damage: `volsched
+"""A stored Node view whose allocatable holds NaN or an infinity is damage (a float where
+an integer is stored, refused by its type; a float field holding one is refused as not
+finite, tests/store/test_non_finite_views.py): `volsched
 migrate --check` names it and exits non-zero, the daemon refuses the snapshot with one
 line and reads the object rows (the API server's JSON) instead, pods are placed, and
 the next clean stop keeps a snapshot without it. Before, every pod failed scoring with
@@ -59,24 +61,24 @@ async def test_a_non_finite_number_in_a_stored_view_is_damage(
 
     status, lines = check(cluster.db_path, capsys)
     assert status == 1, lines
-    found = [line for line in lines if "not finite" in line]
+    found = [line for line in lines if "allocatable['cpu']" in line]
     assert len(found) == 1
-    assert "its Node n1 holds a number that is not finite at allocatable['cpu']" in found[0]
+    # allocatable holds integers (millicores): a float there is refused by its type
+    # before its value is looked at.
+    assert "its Node n1: .allocatable['cpu'] is float, not int" in found[0]
     assert found[0].endswith("(the daemon reads the object rows instead)")
 
     caplog.set_level(logging.WARNING, logger="volsched")
     daemon = await cluster.start_daemon()
     assert not daemon.sync.loaded_from_snapshot
-    lines = [r.getMessage() for r in caplog.records if "not finite" in r.getMessage()]
-    assert len(lines) == 1 and "snapshot unusable" in lines[0] and "Node n1" in lines[0]
+    lines = [r.getMessage() for r in caplog.records if "snapshot unusable" in r.getMessage()]
+    assert len(lines) == 1 and "Node n1" in lines[0] and "allocatable['cpu']" in lines[0]
     assert daemon.cluster.nodes["n1"].node.allocatable["cpu"] == 4000
     cluster.server.load([pod(f"web-{i}", cpu="1") for i in range(6)])
     await eventually(
         lambda: all(cluster.node_of(f"web-{i}") for i in range(6)), what="every pod placed"
     )
-    assert not [
-        e for i in range(6) for e in cluster.events_for(f"web-{i}") if "NaN" in e["note"]
-    ]
+    assert not [e for i in range(6) for e in cluster.events_for(f"web-{i}") if "NaN" in e["note"]]
     # The next clean stop keeps a snapshot without the damage.
     await cluster.stop_daemon(daemon)
     assert check(cluster.db_path, capsys)[0] == 0

@@ -14,7 +14,7 @@ from volsched.cache.store import check_file
 from volsched.daemon.cli.main import main
 
 from .conftest import clock
-from .damage import DAMAGES, REBUILT, Damage, healthy_store
+from .damage import DAMAGES, REBUILT, ROWS, Damage, healthy_store
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +59,14 @@ async def test_check_reports_every_damage_and_changes_nothing(
     lines = captured.out.splitlines()
     assert len(lines) >= 2 and all(line.startswith(f"{db_path}: ") for line in lines)
     assert damage.says in captured.out
+    # A damaged value is named by its table, its row and its column.
+    where = damage.name.split(" ")[0]
+    if "." in where:
+        table, column = where.split(".")
+        assert column in captured.out
+        assert f"{table} row" in captured.out or table == "alembic_version"
+    if damage.outcome == ROWS:
+        assert "snapshot row " in captured.out
     rebuilds = damage.outcome == REBUILT
     assert ("volsched migrate moves the file aside" in lines[-1]) == rebuilds
     assert files(db_path) == before

@@ -26,7 +26,7 @@ def part(views: dict[str, Any]) -> bytes:
     return pickle.dumps((codec.FORMAT, views, {}), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-@pytest.mark.parametrize("number", [float("nan"), float("inf"), complex(0, float("-inf"))])
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), float("-inf")])
 def test_a_non_finite_number_in_a_view_refuses_the_snapshot(number: Any) -> None:
     meta = dataclasses.replace(POD.meta, creation_timestamp=number)
     damaged = dataclasses.replace(POD, meta=meta)

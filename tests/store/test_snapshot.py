@@ -131,9 +131,12 @@ class ShortState:
 @pytest.mark.parametrize(
     ("body", "why"),
     [
-        (b"not a pickle", "cannot be read"),
-        (pickle.dumps((codec.FORMAT, {"Node": Explode()}, {})), "names posix.system"),
-        (pickle.dumps((codec.FORMAT, {"Node": Path("/")}, {})), "which is not a view class"),
+        (b"not a pickle", "does not start as a pickle"),
+        # Calling anything (REDUCE) is refused before the unpickler runs, naming a
+        # callable that is not a view class once it does.
+        (pickle.dumps((codec.FORMAT, {"Node": Explode()}, {})), "opcode 0x52"),
+        (pickle.dumps((codec.FORMAT, {"Node": Path("/")}, {})), "opcode 0x52"),
+        (pickle.dumps(Path, protocol=5), "which is not a view class"),
         (pickle.dumps((codec.FORMAT + 1, {}, {})), "not in this version's format"),
         (pickle.dumps(["a list"]), "not in this version's format"),
         (
@@ -141,7 +144,7 @@ class ShortState:
             "ValueError: Node: a pickled state of 1 fields",
         ),
     ],
-    ids=["garbage", "code", "foreign-class", "format", "shape", "short-state"],
+    ids=["garbage", "code", "foreign-call", "foreign-class", "format", "shape", "short-state"],
 )
 async def test_an_unusable_snapshot_falls_back_to_the_rows_without_running_anything(
     store: Store, caplog: pytest.LogCaptureFixture, body: bytes, why: str
