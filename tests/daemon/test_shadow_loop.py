@@ -380,6 +380,16 @@ def test_a_claim_pod_is_judged_after_the_pods_decided_before_its_prebind() -> No
     assert cluster.assumed_pods == {"default/db": "b"}
 
 
+def _two_pvs_and_a_claim_pod() -> tuple[ShadowLoop, Ingest, Raw, Raw, Raw]:
+    """A 10Gi PV on big, a 100Gi one on tiny, and a 9Gi claim's pod the shadow has not
+    seen yet (nor, in the cache, its claim): the loop comparing already."""
+    tight = pv("tight", "10Gi", node_names=["big"])
+    roomy = pv("roomy", "100Gi", node_names=["tiny"])
+    loop, ingest, _, _ = shadow_of(*NODES, storage_class("local"), tight, roomy)
+    loop.comparing = True
+    return loop, ingest, roomy, pvc("data", request="9Gi"), pod("db", claims=["data"])
+
+
 def test_a_claim_pod_bound_before_the_shadow_decides_it_is_judged_with_its_claim_unbound() -> None:
     """The shadow lags: kube-scheduler's PreBind and binding arrive before the shadow
     popped the pod. The claims unbound when the watch first showed the pod are still
@@ -402,12 +412,7 @@ def test_a_claim_pod_bound_before_the_shadow_decides_it_is_judged_with_its_claim
 def test_a_claim_whose_event_comes_after_its_pods_is_still_judged_unbound() -> None:
     """A StatefulSet makes the claim just before the pod, but the two kinds are separate
     watches: the pod can reach the shadow first."""
-    tight = pv("tight", "10Gi", node_names=["big"])
-    roomy = pv("roomy", "100Gi", node_names=["tiny"])
-    data = pvc("data", request="9Gi")
-    db = pod("db", claims=["data"])
-    loop, ingest, _, _ = shadow_of(*NODES, storage_class("local"), tight, roomy)
-    loop.comparing = True
+    loop, ingest, roomy, data, db = _two_pvs_and_a_claim_pod()
     ingest.upsert("Pod", db, persist=False)
     ingest.upsert("PersistentVolumeClaim", data, persist=False)
     _decide_all(loop)
@@ -421,12 +426,7 @@ def test_a_claim_whose_event_comes_after_its_pods_is_still_judged_unbound() -> N
 def test_a_prebind_write_before_its_claim_is_seen_waits_for_the_claim() -> None:
     """The PV's PreBind write names a claim whose own event has not arrived: the pod is
     judged once the claim is in the cache, never as a pod whose claim is missing."""
-    tight = pv("tight", "10Gi", node_names=["big"])
-    roomy = pv("roomy", "100Gi", node_names=["tiny"])
-    data = pvc("data", request="9Gi")
-    db = pod("db", claims=["data"])
-    loop, ingest, _, _ = shadow_of(*NODES, storage_class("local"), tight, roomy)
-    loop.comparing = True
+    loop, ingest, roomy, data, db = _two_pvs_and_a_claim_pod()
     ingest.upsert("Pod", db, persist=False)
     ref = {"namespace": "default", "name": "data", "uid": data["metadata"]["uid"]}
     ingest.upsert(
