@@ -17,24 +17,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from volsched.cache.assumed import AssumeCache
 from volsched.cache.node_info import NodeInfo
 from volsched.cache.node_table import NodeTable
 from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.meta import is_older_version
-from volsched.cache.objects.policy import PodDisruptionBudget
-from volsched.cache.objects.storage import (
-    CSIDriver,
-    CSINode,
-    CSIStorageCapacity,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    StorageClass,
-)
-from volsched.cache.objects.workloads import Namespace, PriorityClass, Service, WorkloadSet
+from volsched.cache.objects.storage import StorageClass
+from volsched.cache.plain_kinds import PlainKinds
 from volsched.cache.pod_placement import PodPlacement
-from volsched.cache.pv_index import PersistentVolumeIndex
 from volsched.cache.storage_systems import STORAGE_KINDS, StorageObjects
+from volsched.cache.volume_objects import VolumeObjects
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,10 +45,12 @@ class AssumedReplica:
 class ClusterCache:
     """Informer objects plus assumed changes, with the indexes scheduling needs.
 
-    The nodes (``NodeTable``), the pods and their placement with the assume layer for
-    pods (``PodPlacement``) and the storage systems (``StorageObjects``) live in parts
-    of their own; their maps are kept here under the names scheduling reads them by
-    (the same objects, so no lookup through a part on the hot path).
+    The state lives in parts, each with its own module: the nodes (``NodeTable``), the
+    pods and their placement with the assume layer for pods (``PodPlacement``), PVs and
+    claims (``VolumeObjects``), the storage systems (``StorageObjects``) and the kinds kept
+    as sent (``PlainKinds``). Here are the dispatch by kind, the change counters, and
+    the parts' maps under the names scheduling reads them by (the same objects, so no
+    lookup through a part on the hot path).
     """
 
     def __init__(self) -> None:
@@ -73,21 +66,20 @@ class ClusterCache:
         self.pending = self.placement.pending
         self.assumed_pods = self.placement.assumed_pods
         self.assumed_expiry = self.placement.assumed_expiry
-        self.pv_index = PersistentVolumeIndex()
-        self._claim_pvs: dict[str, set[str]] = defaultdict(set)
-        self.pvs: AssumeCache[PersistentVolume] = AssumeCache("PersistentVolume", self._pv_changed)
-        self.pvcs: AssumeCache[PersistentVolumeClaim] = AssumeCache("PersistentVolumeClaim")
-        self.storage_classes: dict[str, StorageClass] = {}
-        self.csi_nodes: dict[str, CSINode] = {}
-        self.csi_drivers: dict[str, CSIDriver] = {}
-        self.csi_capacities: dict[str, CSIStorageCapacity] = {}
-        self.services: dict[str, Service] = {}
-        self.namespaces: dict[str, Namespace] = {}
-        self.workload_sets: dict[tuple[str, str], WorkloadSet] = {}
-        self.priority_classes: dict[str, PriorityClass] = {}
-        self.disruption_budgets: dict[str, PodDisruptionBudget] = {}
-        # Kinds registered by name only (see ``cache.objects.registry.register``).
-        self.custom: dict[str, dict[str, Any]] = defaultdict(dict)
+        self.volume_objects = VolumeObjects()
+        self.pv_index = self.volume_objects.pv_index
+        self.pvs = self.volume_objects.pvs
+        self.pvcs = self.volume_objects.pvcs
+        self.plain = PlainKinds()
+        self.storage_classes = self.plain.storage_classes
+        self.csi_nodes = self.plain.csi_nodes
+        self.csi_drivers = self.plain.csi_drivers
+        self.csi_capacities = self.plain.csi_capacities
+        self.services = self.plain.services
+        self.namespaces = self.plain.namespaces
+        self.workload_sets = self.plain.workload_sets
+        self.priority_classes = self.plain.priority_classes
+        self.disruption_budgets = self.plain.disruption_budgets
         # volsched's and Longhorn's storage objects, each in the store of its owner.
         self.storage = StorageObjects()
         self.replicas_by_volume = self.storage.replicas_by_volume
@@ -126,10 +118,7 @@ class ClusterCache:
         elif kind == "Pod":
             self.placement.upsert(obj)
         else:
-            store = self._simple_store(kind)
-            store[
-                obj.meta.key if kind not in ("ReplicaSet", "StatefulSet") else (kind, obj.meta.key)
-            ] = obj
+            self.plain.put(kind, obj)
         return True
 
     def _changed(self) -> bool:
@@ -151,27 +140,7 @@ class ClusterCache:
         elif kind == "PersistentVolumeClaim":
             self.pvcs.informer_delete(key)
         else:
-            store = self._simple_store(kind)
-            store.pop(key if kind not in ("ReplicaSet", "StatefulSet") else (kind, key), None)
-
-    def _simple_store(self, kind: str) -> dict[Any, Any]:
-        stores: dict[str, dict[Any, Any]] = {
-            "StorageClass": self.storage_classes,
-            "CSINode": self.csi_nodes,
-            "CSIDriver": self.csi_drivers,
-            "CSIStorageCapacity": self.csi_capacities,
-            "Service": self.services,
-            "Namespace": self.namespaces,
-            "ReplicaSet": self.workload_sets,
-            "StatefulSet": self.workload_sets,
-            "PriorityClass": self.priority_classes,
-            "PodDisruptionBudget": self.disruption_budgets,
-        }
-        if kind in stores:
-            return stores[kind]
-        if kind in STORAGE_KINDS:
-            return self.storage.store(kind)
-        return self.custom[kind]
+            self.plain.remove(kind, key)
 
     def _upsert_node(self, node: Node) -> None:
         self.storage_generation += 1
@@ -185,19 +154,6 @@ class ClusterCache:
         self.node_table.delete(name)
         self.pv_index.delete_node(name)
 
-    def _pv_changed(self, old: PersistentVolume | None, new: PersistentVolume | None) -> None:
-        if old is not None and old.claim_ref is not None:
-            ref = old.claim_ref
-            self._claim_pvs[f"{ref.namespace}/{ref.name}"].discard(old.meta.name)
-        if new is None:
-            if old is not None:
-                self.pv_index.delete_pv(old.meta.name)
-            return
-        if new.claim_ref is not None:
-            ref = new.claim_ref
-            self._claim_pvs[f"{ref.namespace}/{ref.name}"].add(new.meta.name)
-        self.pv_index.upsert_pv(new)
-
     def get(self, kind: str, key: str) -> Any:
         if kind == "Node":
             info = self.nodes.get(key)
@@ -208,9 +164,9 @@ class ClusterCache:
             return self.pvs.get(key)
         if kind == "PersistentVolumeClaim":
             return self.pvcs.get(key)
-        if kind in ("ReplicaSet", "StatefulSet"):
-            return self.workload_sets.get((kind, key))
-        return self._simple_store(kind).get(key)
+        if kind in STORAGE_KINDS:
+            return self.storage.store(kind).get(key)
+        return self.plain.get(kind, key)
 
     def informer_items(self, kind: str) -> Iterator[tuple[str, Any]]:
         """Layer 1 of one kind by key: what the API server said, without assumptions."""
@@ -222,9 +178,9 @@ class ClusterCache:
             return self.pvs.api_items()
         if kind == "PersistentVolumeClaim":
             return self.pvcs.api_items()
-        if kind in ("ReplicaSet", "StatefulSet"):
-            return ((key, w) for (k, key), w in self.workload_sets.items() if k == kind)
-        return iter(self._simple_store(kind).items())
+        if kind in STORAGE_KINDS:
+            return iter(self.storage.store(kind).items())
+        return self.plain.items(kind)
 
     def objects(self, kind: str) -> Iterator[Any]:
         if kind == "Node":
@@ -235,9 +191,9 @@ class ClusterCache:
             return self.pvs.values()
         if kind == "PersistentVolumeClaim":
             return self.pvcs.values()
-        if kind in ("ReplicaSet", "StatefulSet"):
-            return (w for (k, _), w in self.workload_sets.items() if k == kind)
-        return iter(self._simple_store(kind).values())
+        if kind in STORAGE_KINDS:
+            return iter(self.storage.store(kind).values())
+        return self.plain.values(kind)
 
     # -- storage systems -------------------------------------------------------------
 
@@ -265,7 +221,7 @@ class ClusterCache:
 
     def pvs_prebound_to(self, claim_key: str) -> set[str]:
         """PVs whose (latest) claimRef names this claim."""
-        return self._claim_pvs.get(claim_key) or set()
+        return self.volume_objects.pvs_prebound_to(claim_key)
 
     def default_storage_class(self) -> StorageClass | None:
         """The default class as the admission plugin picks it: newest, then by name."""
