@@ -5,14 +5,6 @@ never imported. A name belongs here only with a reason; anything else it reports
 dead and goes.
 """
 
-# Called by name: ClusterCache.upsert/delete dispatch on f"_upsert_{kind}" / f"_delete_{kind}".
-_upsert_Node
-_delete_Node
-_upsert_Pod
-_delete_Pod
-_delete_PersistentVolume
-_delete_PersistentVolumeClaim
-
 # Python protocols called by the runtime, not by our code.
 __getstate__  # pickle: set on the slotted views so stored snapshots load fast
 __setstate__  # pickle: the other half

@@ -87,7 +87,7 @@ def test_each_node_counts_the_pods_placed_on_it(steps: list[tuple[Any, ...]]) ->
         for name, info in cache.nodes.items():
             assert set(info.pods) == placed.get(name, set()), (name, step)
         # What a node arriving now would take: its pods, known node or not.
-        assert {name: set(keys) for name, keys in cache._placement.items()} == placed, step
+        assert {name: set(keys) for name, keys in cache.placement.by_node.items()} == placed, step
 
 
 def test_a_node_listed_after_its_pods_takes_them() -> None:
