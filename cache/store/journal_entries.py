@@ -29,7 +29,7 @@ from volsched.cache.store.write_behind import WriteBehind
 log = logging.getLogger("volsched.store")
 
 # The store's durable write: a transaction on the journal's engine, under the write
-# lock, that records whether writes work (``Store._journal_write``).
+# lock, that records whether writes work (``DurableWrites.transaction``).
 DurableWrite = Callable[[str], contextlib.AbstractAsyncContextManager[AsyncConnection]]
 
 
