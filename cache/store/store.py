@@ -26,10 +26,11 @@ tens of thousands of objects never stalls the loop — do not mutate them afterw
 
 ``Store`` is the public face, and keeps the file's life: open, load, rebuild, close.
 What it stores belongs to parts it composes: the file's two engines (``engines``), the
-write-behind queue of objects, assumptions and resume points (``write_behind``), the
-durable writes (``durable_writes``), the binding journal's entries (``journal_entries``),
-the file's own facts and cluster identity (``file_facts``), the snapshot
-(``snapshot_writing``) and the figures for metrics (``stats``).
+cache's rows — objects, assumptions, resume points (``cache_writes``) — queued for the
+write-behind flush (``write_behind``), the durable writes (``durable_writes``), the
+binding journal's entries (``journal_entries``), the file's own facts and cluster
+identity (``file_facts``), the snapshot (``snapshot_writing``) and the figures for
+metrics (``stats``).
 """
 
 from __future__ import annotations
@@ -46,10 +47,10 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from volsched.cache.errors import StoreError
 from volsched.cache.store import journal as journal_sql
+from volsched.cache.store.cache_writes import CacheWrites
 from volsched.cache.store.durable_writes import DurableWrites
 from volsched.cache.store.engines import StoreEngines
 from volsched.cache.store.file_facts import FileFacts
-from volsched.cache.store.flushing import dumps
 from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.journal_entries import JournalEntries
@@ -96,6 +97,7 @@ class Store:
         )
         self._durable = DurableWrites(engines, write_lock, self._health, self._writes, clock)
         self._writes.start()
+        self._rows = CacheWrites(self._writes)
         self._journal = JournalEntries(
             self.path,
             lambda: engines.journal,
@@ -201,44 +203,35 @@ class Store:
     # -- cache writes: queued, never waiting ---------------------------------------------
 
     def put_object(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
-        """Layer 1: the latest object the API server sent for ``kind``/``key``."""
+        """Layer 1: the latest object the API server sent (see ``CacheWrites``)."""
         self._check_open()
-        self._writes.pending.set_object(kind, key, dumps(raw))
-        self._writes.queued()
+        self._rows.put_object(kind, key, raw)
 
     def delete_object(self, kind: str, key: str) -> None:
         self._check_open()
-        self._writes.pending.set_object(kind, key, None)
-        self._writes.queued()
+        self._rows.delete_object(kind, key)
 
     def replace_kind(
         self, kind: str, objects: Mapping[str, RelistBody], resource_version: str
     ) -> None:
-        """After a relist: exactly these objects of ``kind`` exist, as of
-        ``resource_version``. Applied whole at the next flush, with the resume point.
-        An object may come already serialized (compact JSON text, as ``dumps`` writes
-        it): a relist of 50,000 pods then never holds 50,000 decoded objects."""
+        """After a relist: exactly these objects of ``kind`` exist (see ``CacheWrites``)."""
         self._check_open()
-        self._writes.pending.replace_kind(kind, dict(objects), resource_version)
-        self._writes.queued()
+        self._rows.replace_kind(kind, objects, resource_version)
 
     def put_assumed(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
         """Layer 2: what this scheduler assumed for ``kind``/``key``."""
         self._check_open()
-        self._writes.pending.set_assumed(kind, key, dumps(raw))
-        self._writes.queued()
+        self._rows.put_assumed(kind, key, raw)
 
     def delete_assumed(self, kind: str, key: str) -> None:
         self._check_open()
-        self._writes.pending.set_assumed(kind, key, None)
-        self._writes.queued()
+        self._rows.delete_assumed(kind, key)
 
     def set_resume_point(self, kind: str, resource_version: str) -> None:
         """Where the watch of ``kind`` resumes; flushed with (never before) the objects
         queued ahead of it."""
         self._check_open()
-        self._writes.pending.set_resume_point(kind, resource_version)
-        self._writes.queued()
+        self._rows.set_resume_point(kind, resource_version)
 
     async def flush(self) -> None:
         """Write everything queued so far; raises ``StoreError`` if it cannot.
@@ -270,25 +263,14 @@ class Store:
         await self._journal.update(entry_id, state, intent)
 
     async def journal_close(self, entry_id: int) -> None:
-        """The cycle is over (bound or rolled back). Closing twice is harmless.
-
-        Not durable, and no transaction of its own: the delete goes with the next
-        write-behind flush (a second or less), as it always did while writes failed. A
-        close lost to a crash leaves an intent whose pod is bound or whose writes were
-        undone, which recovery finds already resolved; only opening must be durable.
-        A transaction per close, behind the store's one write lock, held every binding
-        cycle's end (and the intents waiting to open) in a queue during a burst.
-        """
+        """The cycle is over (bound or rolled back). Closing twice is harmless. Not
+        durable: the delete goes with the next flush (see ``JournalEntries.close``)."""
         self._check_open()
         await self._journal.close(entry_id)
 
     async def journal_pending(self) -> list[JournalEntry]:
-        """Open entries, oldest first (a closed one whose row waits for a flush is not).
-
-        A row that does not decode (see ``rows``) is left out, logged with why, and
-        removed with the next flush: nothing can finish or undo an intent that cannot be
-        read, and it must not stop the others from being recovered. (What it had
-        written is still recorded in the API objects, where recovery finds it.)"""
+        """Open entries, oldest first, without those that do not decode (see
+        ``JournalEntries.pending``)."""
         self._check_open()
         return await self._journal.pending()
 
