@@ -13,6 +13,10 @@ MAX_CLASS_LINES = 250
 # the module a reader starts from, stays short enough to read in one sitting.
 MAX_SCHEDULING_CLASS_LINES = 300
 MAX_RUNNER_LINES = 300
+# The state layer: a class holds one kind of state, and the store is split by what it
+# owns. ClusterCache is being split on its own and is measured again once it is.
+MAX_CACHE_CLASS_LINES = 300
+CACHE_CLASSES_NOT_YET_SPLIT = {"cache/cluster.py:ClusterCache"}
 
 
 def daemon_modules() -> list[Path]:
@@ -51,6 +55,18 @@ def test_no_scheduling_class_is_over_the_limit() -> None:
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
                 if lines > MAX_SCHEDULING_CLASS_LINES:
                     too_long[f"{path.relative_to(ROOT)}:{node.name}"] = lines
+    assert too_long == {}
+
+
+def test_no_cache_class_is_over_the_limit() -> None:
+    too_long = {}
+    for path in sorted((ROOT / "cache").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                name = f"{path.relative_to(ROOT)}:{node.name}"
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_CACHE_CLASS_LINES and name not in CACHE_CLASSES_NOT_YET_SPLIT:
+                    too_long[name] = lines
     assert too_long == {}
 
 
