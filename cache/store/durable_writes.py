@@ -1,6 +1,6 @@
-"""The store's durable writes: one transaction at a time, on the journal's engine (or,
-for a write that need not survive a power cut, the cache's), under the store's one write
-lock, with its outcome recorded in ``WriteHealth``.
+"""The store's durable writes: one transaction at a time, on the journal's engine
+(``synchronous=FULL``), under the store's one write lock, with its outcome recorded in
+``WriteHealth``.
 
 Journal entries, the file's own facts and the snapshot are written this way. A failure
 raises ``StoreError`` (``StoreFull`` for a full disk) and wakes the write-behind flusher,
@@ -45,16 +45,14 @@ class DurableWrites:
         self._clock = clock
 
     @contextlib.asynccontextmanager
-    async def transaction(self, doing: str, durable: bool = True) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self, doing: str) -> AsyncIterator[AsyncConnection]:
         """A transaction committed when the block ends; ``doing`` names it in errors."""
-        engines = self._engines
-        engine = engines.journal if durable else engines.cache
         async with self._write_lock:
             try:
-                async with engine.begin() as connection:
+                async with self._engines.journal.begin() as connection:
                     yield connection
             except SQLAlchemyError as error:
-                failure = store_error(engines.path, doing, error)
+                failure = store_error(self._engines.path, doing, error)
                 self._health.failed(JOURNAL, failure)
                 self._writes.journal_failed()
                 raise failure from None

@@ -80,7 +80,7 @@ async def read_state(
     )
 
 
-async def peek_resume_points(engine: AsyncEngine) -> dict[str, str]:
+async def read_resume_points(engine: AsyncEngine) -> dict[str, str]:
     """The stored watch resume points on their own, so the watches can open while the
     objects load. Empty when they cannot be read: ``read_state`` is the read that judges
     the file, and says why."""

@@ -54,7 +54,7 @@ from volsched.cache.store.file_facts import FileFacts
 from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.journal_entries import JournalEntries
-from volsched.cache.store.loading import StoredState, peek_resume_points, read_state
+from volsched.cache.store.loading import StoredState, read_resume_points, read_state
 from volsched.cache.store.opening import OpenResult, move_aside, prepare_file
 from volsched.cache.store.pending import RelistBody
 from volsched.cache.store.snapshot_writing import write_snapshot
@@ -183,7 +183,7 @@ class Store:
         judges the file, and says why."""
         self._check_open()
         await self.flush()
-        return await peek_resume_points(self._engines.cache)
+        return await read_resume_points(self._engines.cache)
 
     @property
     def stats(self) -> StoreStats:
