@@ -13,9 +13,9 @@ MAX_CLASS_LINES = 250
 # the module a reader starts from, stays short enough to read in one sitting.
 MAX_SCHEDULING_CLASS_LINES = 300
 MAX_RUNNER_LINES = 300
-# The cache's parts (nodes, pod placement, volumes, plain kinds, storage systems) are
-# each a class of their own. cache/store/ is not measured here yet: its Store is being
-# split on its own.
+# The state layer: a class holds one kind of state — the cache's parts (nodes, pod
+# placement, volumes, plain kinds, storage systems) and the store's, split by what each
+# owns.
 MAX_CACHE_CLASS_LINES = 300
 
 
@@ -61,8 +61,6 @@ def test_no_scheduling_class_is_over_the_limit() -> None:
 def test_no_cache_class_is_over_the_limit() -> None:
     too_long = {}
     for path in sorted((ROOT / "cache").rglob("*.py")):
-        if (ROOT / "cache" / "store") in path.parents:
-            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ClassDef):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1

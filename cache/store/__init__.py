@@ -20,7 +20,8 @@ from volsched.cache.store.checking import CheckReport, check_file
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.loading import StoredState
 from volsched.cache.store.opening import OpenResult, check_and_migrate, migrate
-from volsched.cache.store.store import Store, StoreStats
+from volsched.cache.store.stats import StoreStats
+from volsched.cache.store.store import Store
 
 __all__ = [
     "CheckReport",

@@ -29,7 +29,7 @@ from volsched.cache.store.write_behind import WriteBehind
 log = logging.getLogger("volsched.store")
 
 # The store's durable write: a transaction on the journal's engine, under the write
-# lock, that records whether writes work (``Store._journal_write``).
+# lock, that records whether writes work (``DurableWrites.transaction``).
 DurableWrite = Callable[[str], contextlib.AbstractAsyncContextManager[AsyncConnection]]
 
 
@@ -78,6 +78,12 @@ class JournalEntries:
             raise StoreError(f"{self.path}: no open journal entry {entry_id}")
 
     async def close(self, entry_id: int) -> None:
+        """Not durable, and no transaction of its own: the delete goes with the next
+        write-behind flush (a second or less), as it always did while writes failed. A
+        close lost to a crash leaves an intent whose pod is bound or whose writes were
+        undone, which recovery finds already resolved; only opening must be durable.
+        A transaction per close, behind the store's one write lock, held every binding
+        cycle's end (and the intents waiting to open) in a queue during a burst."""
         if entry_id not in self.open_ids:
             return
         self.open_ids.discard(entry_id)
@@ -85,6 +91,12 @@ class JournalEntries:
         self._writes.queued()
 
     async def pending(self) -> list[JournalEntry]:
+        """Open entries, oldest first (a closed one whose row waits for a flush is not).
+
+        A row that does not decode (see ``rows``) is left out, logged with why, and
+        removed with the next flush: nothing can finish or undo an intent that cannot be
+        read, and it must not stop the others from being recovered. (What it had
+        written is still recorded in the API objects, where recovery finds it.)"""
         # Under the write lock: a flush deleting closed entries is either done or undone.
         async with self._write_lock:
             try:

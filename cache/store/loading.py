@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Row, Table, select
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import CorruptStore
@@ -78,6 +78,18 @@ async def read_state(
     return StoredState(
         objects=layer1, assumed=layer2, resume_points=resume, journal=entries, snapshot=parsed
     )
+
+
+async def read_resume_points(engine: AsyncEngine) -> dict[str, str]:
+    """The stored watch resume points on their own, so the watches can open while the
+    objects load. Empty when they cannot be read: ``read_state`` is the read that judges
+    the file, and says why."""
+    try:
+        async with engine.connect() as connection:
+            found = await connection.execute(_resume_points())
+            return dict(rows.resume_row(*point) for point in found)
+    except (SQLAlchemyError, rows.BadRow):
+        return {}
 
 
 async def _read_snapshot(

@@ -23,55 +23,45 @@ Call everything from the event loop's thread. The store serializes ``put_*`` obj
 the call (later changes to them are not stored); ``replace_kind`` keeps the objects it is
 given (or their JSON text) and serializes them at the flush, in slices that let the loop run, so a relist of
 tens of thousands of objects never stalls the loop — do not mutate them afterwards.
+
+``Store`` is the public face, and keeps the file's life: open, load, rebuild, close.
+What it stores belongs to parts it composes: the file's two engines (``engines``), the
+cache's rows — objects, assumptions, resume points (``cache_writes``) — queued for the
+write-behind flush (``write_behind``), the durable writes (``durable_writes``), the
+binding journal's entries (``journal_entries``), the file's own facts and cluster
+identity (``file_facts``), the snapshot (``snapshot_writing``) and the figures for
+metrics (``stats``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from volsched.cache.errors import StoreError
 from volsched.cache.store import journal as journal_sql
-from volsched.cache.store import rows, schema
-from volsched.cache.store.connecting import create_store_engine
-from volsched.cache.store.flushing import dumps
+from volsched.cache.store.cache_writes import CacheWrites
+from volsched.cache.store.durable_writes import DurableWrites
+from volsched.cache.store.engines import StoreEngines
+from volsched.cache.store.file_facts import FileFacts
 from volsched.cache.store.health import WriteHealth, store_error
 from volsched.cache.store.journal import JournalEntry
 from volsched.cache.store.journal_entries import JournalEntries
-from volsched.cache.store.loading import StoredState, read_state
+from volsched.cache.store.loading import StoredState, read_resume_points, read_state
 from volsched.cache.store.opening import OpenResult, move_aside, prepare_file
 from volsched.cache.store.pending import RelistBody
-from volsched.cache.store.write_behind import JOURNAL, WriteBehind
+from volsched.cache.store.snapshot_writing import write_snapshot
+from volsched.cache.store.stats import StoreStats, gather_stats
+from volsched.cache.store.write_behind import WriteBehind
 
 log = logging.getLogger("volsched.store")
-
-# The meta key a write check inserts and deletes in one transaction.
-WRITE_CHECK_KEY = "write-check"
-
-
-@dataclass(frozen=True)
-class StoreStats:
-    """Figures for metrics: read ``store.stats``, or pass ``on_flush`` to ``open``."""
-
-    pending: int
-    flushes: int
-    rows_flushed: int
-    last_flush_seconds: float
-    flush_errors: int
-    last_flush_error: str | None  # why the latest flush failed; None once one succeeds
-    journal_depth: int
-    writable: bool = True  # False while writes fail (``Store.write_problem`` says why)
 
 
 class Store:
@@ -79,9 +69,7 @@ class Store:
 
     def __init__(
         self,
-        path: Path,
-        engine: AsyncEngine,
-        journal_engine: AsyncEngine,
+        engines: StoreEngines,
         *,
         flush_interval_seconds: float,
         max_pending: int,
@@ -89,35 +77,37 @@ class Store:
         on_flush: Callable[[StoreStats], None] | None,
         open_entries: Iterable[int],
     ) -> None:
-        self.path = path
-        self._engine = engine
-        self._journal_engine = journal_engine
+        self.path = engines.path
+        self._engines = engines
         self._clock = clock
         self._on_flush = on_flush
-        self._write_lock = asyncio.Lock()  # one writer at a time: flushes and journal
         self._closed = False
-        self._health = WriteHealth(path)
+        write_lock = asyncio.Lock()  # one writer at a time: flushes and durable writes
+        self._health = WriteHealth(self.path)
         self._writes = WriteBehind(
-            path,
-            lambda: self._engine,
-            self._write_lock,
+            self.path,
+            lambda: engines.cache,
+            write_lock,
             self._health,
             flush_interval_seconds=flush_interval_seconds,
             max_pending=max_pending,
             clock=clock,
-            check_journal=self._check_journal_writes,
+            check_journal=lambda: self._durable.check_writable(),
             flushed=self._flushed,
         )
+        self._durable = DurableWrites(engines, write_lock, self._health, self._writes, clock)
         self._writes.start()
+        self._rows = CacheWrites(self._writes)
         self._journal = JournalEntries(
-            path,
-            lambda: self._journal_engine,
-            self._journal_write,
-            self._write_lock,
+            self.path,
+            lambda: engines.journal,
+            self._durable.transaction,
+            write_lock,
             self._writes,
             clock,
             open_entries,
         )
+        self._facts = FileFacts(engines, self._durable, self._writes, self._journal)
 
     @classmethod
     async def open(
@@ -140,21 +130,17 @@ class Store:
             raise ValueError("max_pending must be at least 1")
         file = Path(path).absolute()
         prepared = await asyncio.to_thread(prepare_file, file, clock)
-        engine = create_store_engine(file)
-        journal_engine = create_store_engine(file, synchronous="FULL")
+        engines = StoreEngines(file)
         try:
-            async with journal_engine.connect() as connection:
+            async with engines.journal.connect() as connection:
                 open_entries = await journal_sql.open_ids(connection)
         except BaseException as error:
-            await engine.dispose()
-            await journal_engine.dispose()
+            await engines.dispose()
             if isinstance(error, SQLAlchemyError):
                 raise store_error(file, "opening", error) from None
             raise
         store = cls(
-            file,
-            engine,
-            journal_engine,
+            engines,
             flush_interval_seconds=flush_interval_seconds,
             max_pending=max_pending,
             clock=clock,
@@ -181,7 +167,7 @@ class Store:
         await self.flush()
         try:
             state = await read_state(
-                self._engine,
+                self._engines.cache,
                 str(self.path),
                 freeze=freeze,
                 snapshot_fingerprint=snapshot_fingerprint,
@@ -191,19 +177,17 @@ class Store:
         self._journal.open_ids = {entry.id for entry in state.journal}
         return state
 
+    async def peek_resume_points(self) -> dict[str, str]:
+        """The stored watch resume points, read on their own so the watches can open
+        while the objects load. Empty when they cannot be read: ``load`` is the read that
+        judges the file, and says why."""
+        self._check_open()
+        await self.flush()
+        return await read_resume_points(self._engines.cache)
+
     @property
     def stats(self) -> StoreStats:
-        writes = self._writes
-        return StoreStats(
-            pending=len(writes.pending),
-            flushes=writes.flushes,
-            rows_flushed=writes.rows_flushed,
-            last_flush_seconds=writes.last_flush_seconds,
-            flush_errors=writes.flush_errors,
-            last_flush_error=writes.last_flush_error,
-            journal_depth=len(self._journal.open_ids),
-            writable=self._health.writable,
-        )
+        return gather_stats(self._writes, self._journal, self._health)
 
     @property
     def write_problem(self) -> str | None:
@@ -219,44 +203,35 @@ class Store:
     # -- cache writes: queued, never waiting ---------------------------------------------
 
     def put_object(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
-        """Layer 1: the latest object the API server sent for ``kind``/``key``."""
+        """Layer 1: the latest object the API server sent (see ``CacheWrites``)."""
         self._check_open()
-        self._writes.pending.set_object(kind, key, dumps(raw))
-        self._writes.queued()
+        self._rows.put_object(kind, key, raw)
 
     def delete_object(self, kind: str, key: str) -> None:
         self._check_open()
-        self._writes.pending.set_object(kind, key, None)
-        self._writes.queued()
+        self._rows.delete_object(kind, key)
 
     def replace_kind(
         self, kind: str, objects: Mapping[str, RelistBody], resource_version: str
     ) -> None:
-        """After a relist: exactly these objects of ``kind`` exist, as of
-        ``resource_version``. Applied whole at the next flush, with the resume point.
-        An object may come already serialized (compact JSON text, as ``dumps`` writes
-        it): a relist of 50,000 pods then never holds 50,000 decoded objects."""
+        """After a relist: exactly these objects of ``kind`` exist (see ``CacheWrites``)."""
         self._check_open()
-        self._writes.pending.replace_kind(kind, dict(objects), resource_version)
-        self._writes.queued()
+        self._rows.replace_kind(kind, objects, resource_version)
 
     def put_assumed(self, kind: str, key: str, raw: Mapping[str, Any]) -> None:
         """Layer 2: what this scheduler assumed for ``kind``/``key``."""
         self._check_open()
-        self._writes.pending.set_assumed(kind, key, dumps(raw))
-        self._writes.queued()
+        self._rows.put_assumed(kind, key, raw)
 
     def delete_assumed(self, kind: str, key: str) -> None:
         self._check_open()
-        self._writes.pending.set_assumed(kind, key, None)
-        self._writes.queued()
+        self._rows.delete_assumed(kind, key)
 
     def set_resume_point(self, kind: str, resource_version: str) -> None:
         """Where the watch of ``kind`` resumes; flushed with (never before) the objects
         queued ahead of it."""
         self._check_open()
-        self._writes.pending.set_resume_point(kind, resource_version)
-        self._writes.queued()
+        self._rows.set_resume_point(kind, resource_version)
 
     async def flush(self) -> None:
         """Write everything queued so far; raises ``StoreError`` if it cannot.
@@ -288,43 +263,44 @@ class Store:
         await self._journal.update(entry_id, state, intent)
 
     async def journal_close(self, entry_id: int) -> None:
-        """The cycle is over (bound or rolled back). Closing twice is harmless.
-
-        Not durable, and no transaction of its own: the delete goes with the next
-        write-behind flush (a second or less), as it always did while writes failed. A
-        close lost to a crash leaves an intent whose pod is bound or whose writes were
-        undone, which recovery finds already resolved; only opening must be durable.
-        A transaction per close, behind the store's one write lock, held every binding
-        cycle's end (and the intents waiting to open) in a queue during a burst.
-        """
+        """The cycle is over (bound or rolled back). Closing twice is harmless. Not
+        durable: the delete goes with the next flush (see ``JournalEntries.close``)."""
         self._check_open()
         await self._journal.close(entry_id)
 
     async def journal_pending(self) -> list[JournalEntry]:
-        """Open entries, oldest first (a closed one whose row waits for a flush is not).
-
-        A row that does not decode (see ``rows``) is left out, logged with why, and
-        removed with the next flush: nothing can finish or undo an intent that cannot be
-        read, and it must not stop the others from being recovered. (What it had
-        written is still recorded in the API objects, where recovery finds it.)"""
+        """Open entries, oldest first, without those that do not decode (see
+        ``JournalEntries.pending``)."""
         self._check_open()
         return await self._journal.pending()
 
-    @contextlib.asynccontextmanager
-    async def _journal_write(
-        self, doing: str, durable: bool = True
-    ) -> AsyncIterator[AsyncConnection]:
-        engine = self._journal_engine if durable else self._engine
-        async with self._write_lock:
-            try:
-                async with engine.begin() as connection:
-                    yield connection
-            except SQLAlchemyError as error:
-                failure = store_error(self.path, doing, error)
-                self._health.failed(JOURNAL, failure)
-                self._writes.journal_failed()
-                raise failure from None
-        self._writes.wrote(JOURNAL)
+    # -- the file's own facts and the snapshot ----------------------------------------------
+
+    async def read_meta(self, key: str) -> str | None:
+        """The fact stored under ``key`` (None: none; "": unreadable, see ``FileFacts``)."""
+        self._check_open()
+        return await self._facts.read(key)
+
+    async def write_meta(self, key: str, value: str) -> None:
+        self._check_open()
+        await self._facts.write(key, value)
+
+    async def discard_cluster_state(self) -> None:
+        """Forget every object, assumption, resume point, journal entry and fact about the
+        file (they belong to another cluster), in one transaction; what was queued is
+        dropped too."""
+        self._check_open()
+        await self._facts.discard_cluster_state()
+
+    async def write_snapshot(self, fingerprint: str, parts: Iterable[bytes]) -> int:
+        """Keep ``parts`` (see ``snapshot.py``) as the parsed image of the objects on
+        disk, after flushing what is queued. The bytes written, or 0 (and nothing
+        written) when writes fail: a snapshot is never a reason to fail a stop."""
+        self._check_open()
+        await self.flush()
+        return await write_snapshot(self._durable, self._clock, fingerprint, parts)
+
+    # -- the file's life ------------------------------------------------------------------
 
     async def rebuild(self, reason: str) -> str:
         """Move the file aside (for inspection) and start over with an empty one, in
@@ -332,105 +308,13 @@ class Store:
         self._check_open()
         await self._writes.stop()
         self._writes.pending.take()
-        await self._dispose()
+        await self._engines.dispose()
         moved = await asyncio.to_thread(move_aside, self.path, self._clock, reason)
         await asyncio.to_thread(prepare_file, self.path, self._clock)
-        self._engine = create_store_engine(self.path)
-        self._journal_engine = create_store_engine(self.path, synchronous="FULL")
+        self._engines.recreate()
         self._journal.open_ids = set()
         self._writes.start()
         return moved
-
-    # -- the file's own facts ---------------------------------------------------------------
-
-    async def read_meta(self, key: str) -> str | None:
-        """The value stored under ``key`` (None: none). Every row is read: one that is not
-        text, whatever its key, could be this one, so the value is then unknown — ""
-        (logged with the row), which matches no identity, and ``discard_cluster_state``
-        removes the row."""
-        self._check_open()
-        table = schema.meta
-        try:
-            async with self._engine.connect() as connection:
-                found = (await connection.execute(sa.select(table.c.key, table.c.value))).all()
-        except SQLAlchemyError as error:
-            raise store_error(self.path, "reading the file's identity", error) from None
-        values: dict[str, str] = {}
-        for stored_key, stored_value in found:
-            try:
-                readable_key, value = rows.meta_row(stored_key, stored_value)
-            except rows.BadRow as problem:
-                log.warning("database %s: %s; its identity is unknown", self.path, problem)
-                return ""
-            values[readable_key] = value
-        return values.get(key)
-
-    async def peek_resume_points(self) -> dict[str, str]:
-        """The stored watch resume points, read on their own so the watches can open
-        while the objects load. Empty when they cannot be read: ``load`` is the read that
-        judges the file, and says why."""
-        self._check_open()
-        await self.flush()
-        table = schema.resume_points
-        try:
-            async with self._engine.connect() as connection:
-                found = await connection.execute(
-                    sa.select(table.c.kind, table.c.resource_version, table.c.updated_at)
-                )
-                return dict(rows.resume_row(*point) for point in found)
-        except (SQLAlchemyError, rows.BadRow):
-            return {}
-
-    async def write_snapshot(self, fingerprint: str, parts: Iterable[bytes]) -> int:
-        """Keep ``parts`` (see ``snapshot.py``) as the parsed image of the objects on
-        disk, after flushing what is queued; one transaction, a row per part, each part
-        made only when its row is written. The bytes written, or 0 (and nothing written)
-        when writes fail: a snapshot is an optimisation, never a reason to fail a stop."""
-        self._check_open()
-        await self.flush()
-        table = schema.snapshot
-        written = 0
-        try:
-            async with self._journal_write("writing the cache snapshot") as connection:
-                await connection.execute(sa.delete(table))
-                taken_at = self._clock()
-                for part, body in enumerate(parts):
-                    await connection.execute(
-                        sa.insert(table).values(
-                            id=part, fingerprint=fingerprint, taken_at=taken_at, body=body
-                        )
-                    )
-                    written += len(body)
-        except StoreError as error:
-            log.warning("%s", error)
-            return 0
-        return written
-
-    async def write_meta(self, key: str, value: str) -> None:
-        self._check_open()
-        async with self._journal_write("recording the file's identity") as connection:
-            await connection.execute(sa.delete(schema.meta).where(schema.meta.c.key == key))
-            await connection.execute(sa.insert(schema.meta).values(key=key, value=value))
-
-    async def discard_cluster_state(self) -> None:
-        """Forget every object, assumption, resume point, journal entry and fact about the
-        file (they belong to another cluster), in one transaction; what was queued is
-        dropped too."""
-        self._check_open()
-        self._writes.pending.clear()
-        async with self._journal_write("discarding another cluster's state") as connection:
-            for table in (
-                schema.objects,
-                schema.assumed,
-                schema.resume_points,
-                schema.journal,
-                schema.snapshot,
-                schema.meta,
-            ):
-                await connection.execute(sa.delete(table))
-        self._journal.open_ids = set()
-
-    # -- shutting down --------------------------------------------------------------------
 
     async def close(self) -> None:
         """Flush what is queued, then release the file. Idempotent."""
@@ -442,7 +326,7 @@ class Store:
             await self._writes.stop()
             await self._writes.flush()
         finally:
-            await self._dispose()
+            await self._engines.dispose()
 
     async def abort(self) -> None:
         """Release the file without flushing, as a crash would: queued cache writes are
@@ -455,30 +339,11 @@ class Store:
             await self._writes.stop()
             self._writes.pending.take()
         finally:
-            await self._dispose()
-
-    async def _dispose(self) -> None:
-        try:
-            await self._engine.dispose()
-        finally:
-            await self._journal_engine.dispose()
+            await self._engines.dispose()
 
     def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"{self.path}: the store is closed")
-
-    # -- what the write-behind flusher asks of the store --------------------------------
-
-    async def _check_journal_writes(self) -> None:
-        """A journal write failed and none has worked since: commit a write that leaves
-        the file as it was, to learn whether one would work now."""
-        async with self._journal_write("checking the database can be written") as connection:
-            await connection.execute(
-                sa.insert(schema.meta).values(key=WRITE_CHECK_KEY, value=str(self._clock()))
-            )
-            await connection.execute(
-                sa.delete(schema.meta).where(schema.meta.c.key == WRITE_CHECK_KEY)
-            )
 
     def _flushed(self) -> None:
         if self._on_flush is not None:

@@ -86,7 +86,7 @@ class PageCap:
     ``remove()`` takes the listeners off again."""
 
     def __init__(self, store: Store) -> None:
-        self._engines = [store._engine.sync_engine, store._journal_engine.sync_engine]
+        self._engines = [store._engines.cache.sync_engine, store._engines.journal.sync_engine]
         self._pages = NO_CAP
         for engine in self._engines:
             event.listen(engine, "checkout", self._apply)

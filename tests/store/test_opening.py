@@ -192,7 +192,7 @@ async def pragma(engine: AsyncEngine, name: str) -> object:
 
 
 async def test_wal_and_synchronous_are_set(store: Store, on_disk: Query) -> None:
-    cache_engine, journal_engine = store._engine, store._journal_engine
+    cache_engine, journal_engine = store._engines.cache, store._engines.journal
     assert await pragma(cache_engine, "journal_mode") == "wal"
     assert await pragma(cache_engine, "synchronous") == 1  # NORMAL
     assert await pragma(cache_engine, "busy_timeout") == 5000

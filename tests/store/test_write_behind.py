@@ -23,7 +23,7 @@ from .conftest import Query, assert_no_tasks_left, clock
 def counting_statements(store: Store) -> Iterator[dict[str, int]]:
     """Count the statements and COMMITs the store's cache engine sends to SQLite."""
     counts = {"statements": 0, "executemany": 0, "commits": 0}
-    engine = store._engine.sync_engine
+    engine = store._engines.cache.sync_engine
 
     def on_execute(*args: Any) -> None:
         counts["statements"] += 1
