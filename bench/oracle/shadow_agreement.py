@@ -1486,8 +1486,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     given = list(sys.argv[1:] if argv is None else argv)
-    result["command"] = shlex.join(
-        [f"{ASSETS_ENV}={assets}", "python", "-m", "bench.oracle.shadow_agreement", *given]
+    if "--out" in given:  # where this machine wrote it says nothing of the run
+        at = given.index("--out")
+        given = given[:at] + given[at + 2 :]
+    result["command"] = " ".join(
+        [
+            f"{ASSETS_ENV}=<dir of the binaries>",
+            shlex.join(["python", "-m", "bench.oracle.shadow_agreement", *given]),
+        ]
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

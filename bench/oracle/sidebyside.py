@@ -365,8 +365,17 @@ async def benchmark(args: argparse.Namespace, assets: Path, workdir: Path) -> di
         "medians": medians(trials),
         "trials": [trial.__dict__ for trial in trials],
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "command": "python -m bench.oracle.sidebyside " + " ".join(sys.argv[1:]),
+        "command": "python -m bench.oracle.sidebyside " + " ".join(recorded_arguments()),
     }
+
+
+def recorded_arguments() -> list[str]:
+    """The command line as the result records it: without where the result was written."""
+    arguments = sys.argv[1:]
+    if "--out" in arguments:
+        at = arguments.index("--out")
+        arguments = arguments[:at] + arguments[at + 2 :]
+    return [a for a in arguments if not a.startswith("--out=")]
 
 
 def main(argv: list[str] | None = None) -> int:
