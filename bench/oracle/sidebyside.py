@@ -23,7 +23,8 @@ cluster). Then, per round and in both orders (kube-scheduler first, then volsche
 
 Reported per scheduler: throughput from the first binding to the last, CPU per pod, the
 first binding after the process started, each trial and the medians over the rounds and
-orders. Both clients talk to the API server as they do by default, but kube-scheduler is
+orders. Everything started is stopped on exit, on error and on Ctrl-C or SIGTERM. Both
+clients talk to the API server as they do by default, but kube-scheduler is
 given a client rate limit (``clientConnection.qps``/``burst``) no lower than volsched's
 own unlimited client would meet, so neither waits on its own limiter.
 """
@@ -37,6 +38,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -393,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         print("sidebyside: set VOLSCHED_KUBE_ASSETS to the Kubernetes binaries", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="volsched-sidebyside-"))
+    # A SIGTERM unwinds like Ctrl-C, so the control plane and the scheduler under test
+    # are stopped (they run in sessions of their own and would outlive us).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         result = asyncio.run(benchmark(args, assets, workdir))
     finally:
