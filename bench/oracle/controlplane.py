@@ -329,6 +329,10 @@ class ControlPlane:
                 f"--bind-address={LOCALHOST}",
                 f"--secure-port={free_port()}",
                 "--controllers=persistentvolume-binder-controller",
+                # The PV binder at a client rate a busy cluster's would have: at the
+                # default (20/s) it, not the scheduler, sets the pace of claim pods.
+                "--kube-api-qps=300",
+                "--kube-api-burst=300",
                 # The PV binder's own SA may update persistentvolumes/status; the KCM role may not.
                 "--use-service-account-credentials=true",
                 "--leader-elect=false",
