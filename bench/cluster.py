@@ -55,6 +55,7 @@ from bench.e2e import (
     installed_python_environment,
     summary,
 )
+from bench.local_volumes import local_pv_manifest
 from bench.restart import disk_load
 from volsched.cache.errors import ApiError, Conflict, NotFound
 from volsched.daemon.kube.client import KubeClient
@@ -168,34 +169,16 @@ def storage_class(run: ClusterRun) -> Raw:
     }
 
 
-def local_pv(run: ClusterRun, index: int, slot: int, size_gi: int) -> Raw:
-    node = run.node_name(index)
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {
-            "name": f"bench-{run.run_id}-pv-{index:04d}-{slot:02d}",
-            "labels": _labels(run),
-        },
-        "spec": {
-            "capacity": {"storage": f"{size_gi}Gi"},
-            "accessModes": ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": f"bench-local-{run.run_id}",
-            "local": {"path": f"/mnt/bench/{slot}"},
-            "nodeAffinity": {
-                "required": {
-                    "nodeSelectorTerms": [
-                        {
-                            "matchExpressions": [
-                                {"key": HOSTNAME, "operator": "In", "values": [node]}
-                            ]
-                        }
-                    ]
-                }
-            },
-        },
-    }
+def local_pv(run: ClusterRun, index: int, slot: int, size_gi: int, node: str = "") -> Raw:
+    """The run's ``slot``-th local PV on node ``index`` (or on ``node``, when given)."""
+    return local_pv_manifest(
+        f"bench-{run.run_id}-pv-{index:04d}-{slot:02d}",
+        node or run.node_name(index),
+        size_gi,
+        f"bench-local-{run.run_id}",
+        f"/mnt/bench/{slot}",
+        _labels(run),
+    )
 
 
 def claim(run: ClusterRun, number: int) -> Raw:

@@ -77,6 +77,7 @@ from typing import Any
 
 import yaml
 
+from bench.local_volumes import local_pv_manifest
 from bench.oracle.controlplane import ASSETS_ENV, ControlPlane, assets_dir, free_port
 from bench.oracle.record import MERGE, parse_scheduler_log
 
@@ -266,30 +267,14 @@ def make_volumes(run: AgreementRun, nodes: Sequence[Raw], rng: random.Random) ->
         for index in range(rng.randint(low, low + 2)):
             size = rng.choices(PV_SIZES_GIB, PV_SIZE_WEIGHTS)[0]
             volumes.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolume",
-                    "metadata": {"name": f"local-{name}-{index}", "labels": {"size": f"{size}Gi"}},
-                    "spec": {
-                        "capacity": {"storage": f"{size}Gi"},
-                        "accessModes": ["ReadWriteOnce"],
-                        "volumeMode": "Filesystem",
-                        "persistentVolumeReclaimPolicy": "Retain",
-                        "storageClassName": STORAGE_CLASS,
-                        "local": {"path": f"/mnt/disks/vol{index}"},
-                        "nodeAffinity": {
-                            "required": {
-                                "nodeSelectorTerms": [
-                                    {
-                                        "matchExpressions": [
-                                            {"key": HOSTNAME, "operator": "In", "values": [name]}
-                                        ]
-                                    }
-                                ]
-                            }
-                        },
-                    },
-                }
+                local_pv_manifest(
+                    f"local-{name}-{index}",
+                    name,
+                    size,
+                    STORAGE_CLASS,
+                    f"/mnt/disks/vol{index}",
+                    {"size": f"{size}Gi"},
+                )
             )
     return volumes
 

@@ -184,16 +184,13 @@ async def run_trial(
         "Namespace", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
     )
     await ensure_default_service_account(client, run)
-    nodes = replace(base)  # node names come from the base run
     if base.shape == "wffc":
         await client.create("StorageClass", storage_class(run))
         volumes = []
         for index in range(base.nodes):
             for slot in range(base.pvs_per_node):
-                volume = local_pv(run, index, slot, (5, 10, 20)[(index + slot) % 3])
-                node_term = volume["spec"]["nodeAffinity"]["required"]["nodeSelectorTerms"][0]
-                node_term["matchExpressions"][0]["values"] = [nodes.node_name(index)]
-                volumes.append(volume)
+                size = (5, 10, 20)[(index + slot) % 3]
+                volumes.append(local_pv(run, index, slot, size, base.node_name(index)))
         await _create_all(client, "PersistentVolume", volumes)
         await _create_all(client, "PersistentVolumeClaim", [claim(run, n) for n in range(run.pods)])
     await _create_all(client, "Pod", [measured_pod(run, n) for n in range(run.pods)])
