@@ -86,10 +86,13 @@ def _configure_logging(verbose: bool) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from volsched.daemon.kube.client import KubeClient
-    from volsched.daemon.runtime.app import open_daemon
+    from volsched.daemon.runtime.app import DaemonOptions, open_daemon
     from volsched.daemon.runtime.running import run_until_signalled
     from volsched.daemon.runtime.sd_notify import Notifier
+    from volsched.daemon.telemetry.startup import StartupTimeline
 
+    startup = StartupTimeline()
+    startup.mark("imported")
     settings = apply_overrides(
         load_settings(args.config, feature_gates=args.feature_gates),
         {
@@ -131,8 +134,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         client = await until_stopped(KubeClient.connect(kubeconfig), stop)
         if client is None:
             return
+        startup.mark("connected")
         try:
-            daemon = await until_stopped(open_daemon(settings, client), stop)
+            options = DaemonOptions(startup=startup)
+            daemon = await until_stopped(open_daemon(settings, client, options), stop)
             if daemon is None:
                 return
             await run_until_signalled(daemon, stop, Notifier(os.environ))

@@ -52,6 +52,7 @@ from volsched.daemon.runtime.interpreter import GC_THRESHOLDS, switch_interval
 from volsched.daemon.runtime.leader import LeaderElector
 from volsched.daemon.runtime.profiles import build_profiles, profile_specs
 from volsched.daemon.telemetry.metrics import Metrics
+from volsched.daemon.telemetry.startup import StartupTimeline
 from volsched.daemon.telemetry.tracing import make_tracer
 from volsched.daemon.watch.cache_sync import CacheSync
 from volsched.daemon.watch.ingest import Ingest
@@ -79,6 +80,7 @@ class DaemonOptions:
     instance: str = field(default_factory=socket.gethostname)
     clock: Callable[[], float] = time.time
     tracer: Tracer | None = None
+    startup: StartupTimeline = field(default_factory=StartupTimeline)
 
 
 class Daemon:
@@ -98,7 +100,7 @@ class Daemon:
         writes = client.for_writer(Writer.BINDING, leading=lambda: self.elector.is_leader)
         self.store = store
         self.options = options or DaemonOptions()
-        self.metrics = metrics or Metrics()
+        self.metrics = metrics or Metrics(self.options.startup)
         self._tracer_provider: TracerProvider | None = None
         if self.options.tracer is not None:
             tracer = self.options.tracer
@@ -165,13 +167,8 @@ class Daemon:
             preempting=Preempting(writes, self.reporter, clock),
             source=settings.source,
         )
-        # The nominator follows every pod event from here on; what the cache already
-        # holds (a warm start's snapshot) nominates now.
-        nominated = self.profiles.nominated
-        if nominated is not None:
-            self.ingest.nominated = nominated
-            for pod in self.cluster.pending.values():
-                nominated.follow(pod.meta.key, pod, self.ingest.ours(pod))
+        if self.profiles.nominated is not None:
+            self.ingest.follow_nominations(self.profiles.nominated)
         # Nothing is decided or reported before this replica leads.
         self.loop.gate.clear()
         self.extender = Extender(
@@ -226,6 +223,7 @@ class Daemon:
         # Warm or cold, nothing is decided before every kind has caught up with the API
         # server: a stored cache is a head start, never a source of decisions.
         await self.sync.wait_synced()
+        self.metrics.startup.mark("caught_up")
         # The cache is built: keep the collector from walking it again and again
         # (generation-2 collections over it were the scheduling cycle's p99).
         gc.collect()
@@ -236,6 +234,7 @@ class Daemon:
         await self.start_deciding()
         # Start-up is over (``volsched ready`` is logged next): /readyz may pass.
         self.ready.set()
+        self.metrics.startup.mark("ready")
 
     def http_routes(self) -> list[web.RouteDef]:
         """The routes served beside health and metrics, behind the same authentication."""
@@ -351,12 +350,14 @@ async def close_store(daemon: Daemon, seconds: float) -> None:
 async def open_daemon(
     settings: Settings, client: KubeClient, options: DaemonOptions | None = None
 ) -> Daemon:
-    metrics = Metrics()
+    options = options or DaemonOptions()
+    metrics = Metrics(options.startup)
 
     def flushed(stats: StoreStats) -> None:
         metrics.database_write.observe(stats.last_flush_seconds)
 
     store, opened = await Store.open(settings.database.path, on_flush=flushed)
+    metrics.startup.mark("database_open")
     if opened.state == "rebuilt":
         log.warning(
             "database %s was unreadable; moved to %s and rebuilt from the API server",

@@ -43,6 +43,8 @@ def observe_binding(
 ) -> None:
     result = "scheduled" if bound else "error"
     profile = pod.scheduler_name
+    if bound:
+        metrics.startup.mark("first_binding")
     metrics.schedule_attempts.labels(result=result, profile=profile).inc()
     metrics.attempt_duration.labels(result=result, profile=profile).observe(now - started)
     metrics.binding_duration.labels(result=result).observe(now - binding_started)

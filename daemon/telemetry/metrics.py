@@ -11,6 +11,8 @@ from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from volsched.daemon.telemetry.startup import StartupTimeline
+
 ATTEMPT_BUCKETS = (
     0.001,
     0.002,
@@ -31,9 +33,20 @@ ALGORITHM_BUCKETS = tuple(0.001 * 2**exponent for exponent in range(15))
 
 
 class Metrics:
-    def __init__(self) -> None:
+    def __init__(self, startup: StartupTimeline | None = None) -> None:
         self.registry = CollectorRegistry()
         registry = self.registry
+        self.startup = startup or StartupTimeline()
+        startup_seconds = Gauge(
+            "volsched_startup_seconds",
+            "Seconds after the process started that each start-up milestone was reached "
+            "(imported, connected, database_open, caught_up, ready, first_binding).",
+            ["milestone"],
+            registry=registry,
+        )
+        self.startup.on_mark(
+            lambda milestone, seconds: startup_seconds.labels(milestone=milestone).set(seconds)
+        )
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts",
             "Number of attempts to schedule pods, by the result.",

@@ -147,6 +147,13 @@ class Ingest:
         # ``parse_pod_after`` reads just those.
         self._unbound: dict[str, tuple[object, Pod]] = {}
 
+    def follow_nominations(self, nominated: NominatedPods) -> None:
+        """Keep ``nominated`` in step from here on, starting with the pending pods the
+        cache already holds (a warm start's snapshot)."""
+        self.nominated = nominated
+        for pod in self.cluster.pending.values():
+            nominated.follow(pod.meta.key, pod, self.ours(pod))
+
     def keep_raw(self, *kinds: str) -> None:
         """Keep these kinds' accepted JSON too (HTTP extenders are sent whole pods and
         nodes); from the next event of each object on."""

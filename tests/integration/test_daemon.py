@@ -138,6 +138,14 @@ async def test_health_readiness_and_metrics(
             assert response.status == 200
             metrics = await response.text()
     assert 'scheduler_schedule_attempts_total{profile="volsched",result="scheduled"} 1.0' in metrics
+    reached = {
+        line.split('milestone="')[1].split('"')[0]: float(line.rsplit(" ", 1)[1])
+        for line in metrics.splitlines()
+        if line.startswith("volsched_startup_seconds{")
+    }
+    # Started in-process (no command line): the milestones from the database on, in order.
+    order = ["database_open", "caught_up", "ready", "first_binding"]
+    assert sorted(reached, key=reached.__getitem__) == order
     assert 'scheduler_pending_pods{queue="active"}' in metrics
     assert "scheduler_scheduling_attempt_duration_seconds_bucket" in metrics
     assert 'scheduler_queue_incoming_pods_total{event="PodAdd",queue="active"}' in metrics

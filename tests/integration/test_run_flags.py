@@ -74,7 +74,16 @@ async def test_flags_and_environment_configure_a_daemon_without_a_file(
         process.terminate()
         await asyncio.wait_for(process.wait(), timeout=15)
     assert process.stderr is not None
-    assert "Traceback" not in (await process.stderr.read()).decode()
+    log = (await process.stderr.read()).decode()
+    assert "Traceback" not in log
+    # Where the start went, from the process starting: imports, connecting, the database,
+    # catching up, ready; then the first binding.
+    (startup,) = [line for line in log.splitlines() if "start-up: imported" in line]
+    assert all(
+        f"{milestone} " in startup
+        for milestone in ("imported", "connected", "database_open", "caught_up", "ready")
+    )
+    assert "first pod bound" in log
 
 
 async def test_a_bad_flag_value_is_one_line(cluster: Cluster) -> None:

@@ -1,0 +1,81 @@
+"""The start-up timeline: milestones in seconds after the process started, each counted
+once, logged at ``ready`` and at the first binding, and exported as a gauge."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from volsched.daemon.telemetry.metrics import Metrics
+from volsched.daemon.telemetry.startup import StartupTimeline, process_age_seconds
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("age", "steps", "expected"),
+    [
+        # The process had run 0.4 s (interpreter and imports) when the timeline was made.
+        (0.4, [("imported", 0.1), ("connected", 0.05)], {"imported": 0.5, "connected": 0.55}),
+        # Without /proc the timeline counts from when it was made.
+        (None, [("imported", 0.0), ("ready", 1.25)], {"imported": 0.0, "ready": 1.25}),
+        # A milestone reached again keeps its first time.
+        (0.0, [("ready", 1.0), ("ready", 2.0)], {"ready": 1.0}),
+    ],
+)
+def test_milestones_count_from_the_process_start(
+    age: float | None, steps: list[tuple[str, float]], expected: dict[str, float]
+) -> None:
+    clock = Clock()
+    timeline = StartupTimeline(clock, lambda: age)
+    for milestone, after in steps:
+        clock.now += after
+        timeline.mark(milestone)
+    assert timeline.reached == pytest.approx(expected)
+
+
+def test_an_unknown_milestone_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown start-up milestone 'warm'"):
+        StartupTimeline(Clock(), lambda: 0.0).mark("warm")
+
+
+def test_ready_and_the_first_binding_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    timeline = StartupTimeline(clock, lambda: 0.5)
+    with caplog.at_level(logging.INFO, logger="volsched"):
+        for milestone in ("imported", "connected", "database_open", "caught_up", "ready"):
+            clock.now += 0.1
+            timeline.mark(milestone)
+        clock.now += 0.25
+        timeline.mark("first_binding")
+        timeline.mark("first_binding")
+    assert caplog.messages == [
+        "start-up: imported 0.60 s (+0.60), connected 0.70 s (+0.10), database_open 0.80 s "
+        "(+0.10), caught_up 0.90 s (+0.10), ready 1.00 s (+0.10)",
+        "first pod bound 1.25 s after the process started",
+    ]
+
+
+def test_the_gauge_holds_milestones_reached_before_and_after_the_metrics_were_made() -> None:
+    clock = Clock()
+    timeline = StartupTimeline(clock, lambda: 0.0)
+    clock.now += 0.75
+    timeline.mark("imported")
+    metrics = Metrics(timeline)
+    clock.now += 0.5
+    timeline.mark("ready")
+    text = metrics.render().decode()
+    assert 'volsched_startup_seconds{milestone="imported"} 0.75' in text
+    assert 'volsched_startup_seconds{milestone="ready"} 1.25' in text
+
+
+def test_this_process_has_an_age() -> None:
+    age = process_age_seconds()
+    assert age is not None and 0.0 < age < 24 * 3600
