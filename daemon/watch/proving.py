@@ -24,9 +24,10 @@ from volsched.daemon.watch.watching import KindWatcher
 
 log = logging.getLogger("volsched.watch")
 
-# A metadata list that differs from the cache is taken again this much later (the watch
-# is usually still applying the changes that made the difference), once.
+# A metadata list that differs from the cache is compared again as the watch applies
+# events, for this long, then taken once more (the cache may have gone past it).
 RECHECK_SECONDS = 0.25
+MATCH_POLL_SECONDS = 0.01
 
 Relist = Callable[[KindWatcher], Awaitable[None]]
 # Each listed object's resourceVersion by key, and the list's resourceVersion.
@@ -129,8 +130,6 @@ async def prove_kind(
         if state.synced:
             return proof
     for attempt in range(2):
-        if attempt:
-            await asyncio.sleep(RECHECK_SECONDS)
         if state.synced:
             return Proof.BOOKMARK
         try:
@@ -155,8 +154,13 @@ async def prove_kind(
             # (kube-apiserver's cadence), and its watch would relist it only after
             # three catch-up watches. An absent CRD's relist finds it absent.
             log.info("%s: metadata check failed (%s)", watcher.kind, exc)
+            if not attempt:
+                await asyncio.sleep(RECHECK_SECONDS)
             continue
-        if cache_matches(cluster, watcher.kind, listed[0]):
+        # A list that differs is usually one the watch is still catching up to: it
+        # matches once the watch has applied the changes up to the list's version.
+        waiting = RECHECK_SECONDS if not attempt else 0.0
+        if await _cache_comes_to(cluster, watcher, listed[0], waiting):
             watcher.proven_current(listed[1])
             return Proof.METADATA
     if state.synced:
@@ -164,6 +168,20 @@ async def prove_kind(
     log.info("%s: no metadata list matched the cache; relisting", watcher.kind)
     await relist(watcher)
     return Proof.RELIST
+
+
+async def _cache_comes_to(
+    cluster: ClusterCache, watcher: KindWatcher, listed: Mapping[str, str], seconds: float
+) -> bool:
+    """Whether the cache matches ``listed`` now or, as the watch applies events, within
+    ``seconds`` (False at once if the watch proves the kind first)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not cache_matches(cluster, watcher.kind, listed):
+        if watcher.state.synced or loop.time() >= deadline:
+            return False
+        await asyncio.sleep(MATCH_POLL_SECONDS)
+    return True
 
 
 def _list_wait(cluster: ClusterCache, costs: ProofCosts, watcher: KindWatcher) -> float:
