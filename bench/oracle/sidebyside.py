@@ -74,6 +74,8 @@ SCHEDULER_CPU = 0
 CONTROL_PLANE_CPU = 1
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 KUBE_QPS = 5000
+SCHEDULERS = ("kube-scheduler", "volsched")
+PATH_OPTIONS = ("--out", "--keep", "--py-spy")
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -107,9 +109,37 @@ class Trial:
 class Schedulers:
     """How each scheduler under test is started against the control plane."""
 
-    def __init__(self, cp: ControlPlane, workdir: Path) -> None:
+    def __init__(self, cp: ControlPlane, workdir: Path, py_spy: Path | None = None) -> None:
         self.cp = cp
         self.workdir = workdir
+        self.py_spy = py_spy
+
+    def profiler(self, scheduler: str, pid: int, label: str) -> subprocess.Popen[bytes] | None:
+        """py-spy sampling volsched from outside, on the control plane's core so the
+        scheduler's own core and CPU figure are left alone (py-spy pauses the process
+        for each sample, which costs the scheduler a little wall time, not CPU)."""
+        if self.py_spy is None or scheduler != "volsched":
+            return None
+        self.py_spy.mkdir(parents=True, exist_ok=True)
+        profiler = subprocess.Popen(
+            [
+                "py-spy",
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                "250",
+                "--format",
+                "speedscope",
+                "--output",
+                str(self.py_spy / f"{label}.speedscope.json"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+        )
+        pin(profiler.pid, CONTROL_PLANE_CPU)
+        return profiler
 
     def command(self, scheduler: str, name: str, database: Path) -> list[str]:
         if scheduler == "kube-scheduler":
@@ -199,7 +229,8 @@ async def run_trial(
     pid_box: list[int] = []
     recorder = binding_recorder(pid_box, bound_at)
     watcher = asyncio.create_task(watch_bindings(client, namespace, version, recorder))
-    log = (schedulers.workdir / f"{trial.scheduler}-{number:02d}.log").open("wb")
+    log_path = schedulers.workdir / f"{trial.scheduler}-{number:02d}.log"
+    log = log_path.open("wb")
     started = time.monotonic()
     process = subprocess.Popen(
         schedulers.command(trial.scheduler, run.scheduler_name, database),
@@ -212,6 +243,9 @@ async def run_trial(
     )
     pin(process.pid, SCHEDULER_CPU)
     pid_box.append(process.pid)
+    profiler = schedulers.profiler(
+        trial.scheduler, process.pid, f"{trial.scheduler}-{number:02d}-{trial.start}"
+    )
     try:
         while len(bound_at) < run.pods and time.monotonic() - started < timeout:
             if process.poll() is not None:
@@ -228,11 +262,29 @@ async def run_trial(
             process.kill()
             process.wait()
         log.close()
+        if profiler is not None:
+            await asyncio.to_thread(profiler.wait, 60)
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
     summarise(trial, started, bound_at, run.pods)
+    if trial.scheduler == "volsched":
+        trial.extra["startup_seconds"] = startup_milestones(log_path.read_text(errors="replace"))
     await clean_up(client, schedulers.cp, run)
+
+
+def startup_milestones(log: str) -> dict[str, float]:
+    """volsched's own start-up milestones (seconds after its process started) from the
+    ``start-up:`` and ``first pod bound`` lines of its log."""
+    found: dict[str, float] = {}
+    for line in log.splitlines():
+        if "start-up: " in line:
+            for part in line.split("start-up: ", 1)[1].split(", "):
+                name, seconds, *_ = part.split()
+                found[name] = float(seconds)
+        elif "first pod bound " in line:
+            found["first_binding"] = float(line.split("first pod bound ", 1)[1].split()[0])
+    return found
 
 
 def summarise(
@@ -328,14 +380,14 @@ async def benchmark(args: argparse.Namespace, assets: Path, workdir: Path) -> di
         base = replace(base, kubeconfig=str(cp.kubeconfig))
         await set_up(client, base)
         alive = asyncio.create_task(keep_nodes_alive(client, base))
-        schedulers = Schedulers(cp, workdir)
+        schedulers = Schedulers(cp, workdir, args.py_spy)
         trials: list[Trial] = []
         number = 0
         try:
             for round_number in range(1, args.rounds + 1):
                 for order in (("kube-scheduler", "volsched"), ("volsched", "kube-scheduler")):
                     order_name = f"{order[0]} first"
-                    for scheduler in order:
+                    for scheduler in (name for name in order if name in args.schedulers):
                         starts = ("cold", "warm") if scheduler == "volsched" else ("cold",)
                         database = workdir / f"volsched-{round_number}-{order[0]}.db"
                         for start in starts:
@@ -369,12 +421,16 @@ async def benchmark(args: argparse.Namespace, assets: Path, workdir: Path) -> di
 
 
 def recorded_arguments() -> list[str]:
-    """The command line as the result records it: without where the result was written."""
-    arguments = sys.argv[1:]
-    if "--out" in arguments:
-        at = arguments.index("--out")
-        arguments = arguments[:at] + arguments[at + 2 :]
-    return [a for a in arguments if not a.startswith("--out=")]
+    """The command line as the result records it: without the paths of where its files
+    went (the result, the kept run, the profiles), which are the recorder's machine's."""
+    recorded: list[str] = []
+    arguments = iter(sys.argv[1:])
+    for argument in arguments:
+        if argument in PATH_OPTIONS:
+            next(arguments, None)
+        elif not argument.startswith(tuple(f"{option}=" for option in PATH_OPTIONS)):
+            recorded.append(argument)
+    return recorded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -386,19 +442,46 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--schedulers",
+        default=",".join(SCHEDULERS),
+        help="which schedulers to run, comma-separated (default: both)",
+    )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="profile each volsched trial with py-spy (speedscope files written to DIR)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep the run's files (each scheduler's log, configs, databases) under DIR",
+    )
     args = parser.parse_args(argv)
+    chosen = [name.strip() for name in args.schedulers.split(",") if name.strip()]
+    unknown = sorted(set(chosen) - set(SCHEDULERS))
+    if unknown or not chosen:
+        parser.error(f"--schedulers: choose among {', '.join(SCHEDULERS)}")
+    args.schedulers = chosen
     assets = assets_dir()
     if assets is None:
         print("sidebyside: set VOLSCHED_KUBE_ASSETS to the Kubernetes binaries", file=sys.stderr)
         return 2
-    workdir = Path(tempfile.mkdtemp(prefix="volsched-sidebyside-"))
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix="volsched-sidebyside-", dir=args.keep))
     # A SIGTERM unwinds like Ctrl-C, so the control plane and the scheduler under test
     # are stopped (they run in sessions of their own and would outlive us).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         result = asyncio.run(benchmark(args, assets, workdir))
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if args.keep is None:
+            shutil.rmtree(workdir, ignore_errors=True)
     out = args.out or RESULTS / f"sidebyside-{args.shape}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
