@@ -467,6 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or not chosen:
         parser.error(f"--schedulers: choose among {', '.join(SCHEDULERS)}")
     args.schedulers = chosen
+    if args.py_spy is not None and shutil.which("py-spy") is None:
+        parser.error("--py-spy: py-spy is not installed (pip install -e '.[bench]')")
     assets = assets_dir()
     if assets is None:
         print("sidebyside: set VOLSCHED_KUBE_ASSETS to the Kubernetes binaries", file=sys.stderr)
