@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from volsched.cache.cluster import ClusterCache
 from volsched.daemon.binding.attempts import LastAttempts
@@ -36,6 +36,9 @@ from volsched.daemon.http.decisions_view import (
     replica_view,
 )
 from volsched.scheduling.framework.profiles import Profiles
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 PAGE_PATH = "/decisions"
 # Styles are inline in the page (no build step, nothing else to fetch); scripts, frames,
@@ -71,6 +74,9 @@ def age_text(seconds: float) -> str:
 
 
 def template_environment() -> Environment:
+    # jinja2 is loaded with the first page asked for, not at every daemon's start.
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
     environment = Environment(
         loader=PackageLoader("volsched.daemon.http", "templates"),
         # Every value is escaped, whatever the template's file name.
@@ -89,7 +95,10 @@ class DecisionsPage:
     def __init__(self, source: DecisionsSource, clock: Callable[[], float] = time.time) -> None:
         self.source = source
         self.clock = clock
-        self.templates = template_environment()
+
+    @cached_property
+    def templates(self) -> Environment:
+        return template_environment()
 
     def _render(self, template: str, status: int = 200, **context: Any) -> web.Response:
         body = self.templates.get_template(template).render(

@@ -18,11 +18,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from volsched.cache.errors import ConfigError
 from volsched.daemon.config.settings import AuthSettings
 
@@ -31,6 +26,12 @@ log = logging.getLogger("volsched.tls")
 
 def self_signed_pair(directory: Path, hosts: list[str]) -> tuple[Path, Path]:
     """A fresh P-256 key and a one-year certificate for ``hosts`` in ``directory``."""
+    # cryptography is loaded only by a daemon that makes its own pair.
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"volsched@{socket.gethostname()}")])
     alt: list[x509.GeneralName] = []

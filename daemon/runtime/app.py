@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING
 
 from aiohttp import web
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Tracer
 
 from volsched.cache.cluster import ClusterCache
@@ -62,6 +62,9 @@ from volsched.daemon.watch.watching import WatchSettings
 from volsched.scheduling.profile_builder import PluginFactory
 from volsched.scheduling.provisioners import storage_provisioners
 from volsched.scheduling.storage_placement import ReplicaContext
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 # A stopped daemon is gone within this long (systemd's and Kubernetes' grace is longer),
 # and binding cycles get this much of it to finish their writes.

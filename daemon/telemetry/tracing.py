@@ -19,14 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Span, Status, StatusCode, Tracer
 
 from volsched.scheduling.framework.runner import Decision
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
 
 INSTRUMENTATION = "volsched"
 ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -48,7 +49,12 @@ def make_tracer(
     endpoint = otlp_endpoint(configured_endpoint, environ)
     if endpoint is None:
         return trace.NoOpTracer(), None
+    # The SDK and the exporter are loaded only when spans are exported: a daemon
+    # without an endpoint starts without them.
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     url = (
         endpoint

@@ -4,6 +4,8 @@ once, logged at ``ready`` and at the first binding, and exported as a gauge."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 
 import pytest
 
@@ -79,3 +81,23 @@ def test_the_gauge_holds_milestones_reached_before_and_after_the_metrics_were_ma
 def test_this_process_has_an_age() -> None:
     age = process_age_seconds()
     assert age is not None and 0.0 < age < 24 * 3600
+
+
+def test_the_daemon_starts_without_what_its_first_cycle_does_not_use() -> None:
+    """The page renderer, the tracing SDK, certificate making and migrations are loaded
+    when used (a page asked for, an endpoint set, no certificate given, a new database),
+    not at every start: each costs start-up time before the first binding."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, volsched.daemon.cli.main, volsched.daemon.runtime.app, "
+            "volsched.daemon.runtime.running, volsched.daemon.kube.client; "
+            "print(' '.join(sorted(sys.modules)))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    late = ("jinja2", "opentelemetry.sdk", "cryptography", "alembic")
+    assert [name for name in loaded if name.startswith(late)] == []
