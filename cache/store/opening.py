@@ -20,11 +20,13 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table
 from sqlalchemy.exc import DBAPIError
 
 from volsched.cache.errors import StoreError
@@ -90,9 +92,13 @@ def prepare_file(path: Path, clock: Callable[[], float] = time.time) -> Prepared
             moved_to = move_aside(path, clock, reason)
             state = "rebuilt"
     try:
-        # A file already at this code's revision needs no migration (nor alembic, which
-        # is a tenth of the start-up's imports).
-        revision = REVISION if stamped == [REVISION] else _upgrade(path)
+        # A file already at this code's revision needs no migration, and an empty one is
+        # built at it directly: alembic (a tenth of the start-up's imports, and its
+        # scripts run one by one) is for files at an older revision.
+        if stamped == [REVISION]:
+            revision = REVISION
+        else:
+            revision = _upgrade(path) if stamped else _build_fresh(path)
         _verify_schema(path, revision)
     except _BadContent as problem:
         if state != "warm":
@@ -106,7 +112,7 @@ def prepare_file(path: Path, clock: Callable[[], float] = time.time) -> Prepared
         moved_to = move_aside(path, clock, reason)
         state = "rebuilt"
         try:
-            revision = _upgrade(path)
+            revision = _build_fresh(path)
             _verify_schema(path, revision)
         except _BadContent as again:
             raise StoreError(f"{path}: cannot build a new store: {again}") from None
@@ -255,11 +261,45 @@ def schema_problem(connection: sqlite3.Connection, revision: str) -> str | None:
     return None
 
 
+# alembic's version table, declared as alembic declares it.
+STAMP = Table(
+    "alembic_version",
+    MetaData(),
+    Column("version_num", String(32), nullable=False),
+    PrimaryKeyConstraint("version_num", name="alembic_version_pkc"),
+)
+
+
+def _build_fresh(path: Path) -> str:
+    """An empty file made into a store at the newest revision in one transaction: the
+    tables of ``schema`` and alembic's stamp, as alembic's own upgrade would leave it
+    (``tests/store/test_migrations.py`` holds the two equal)."""
+    from volsched.cache.store.connecting import create_sync_engine
+
+    with _file_errors(path):
+        engine = create_sync_engine(path)
+        try:
+            with engine.begin() as connection:
+                metadata.create_all(connection)
+                STAMP.create(connection)
+                connection.execute(STAMP.insert().values(version_num=REVISION))
+        finally:
+            engine.dispose()
+    return REVISION
+
+
 def _upgrade(path: Path) -> str:
     from volsched.cache.store.migrating import upgrade_to_head
 
-    try:
+    with _file_errors(path):
         return upgrade_to_head(path)
+
+
+@contextmanager
+def _file_errors(path: Path) -> Iterator[None]:
+    """SQLite's errors as the file's fault (``_BadContent``) or the machine's."""
+    try:
+        yield
     except DBAPIError as error:
         original = error.orig
         if isinstance(original, sqlite3.Error):

@@ -16,7 +16,12 @@ from alembic.runtime.migration import MigrationContext
 
 from volsched.cache.store import migrate
 from volsched.cache.store.connecting import create_sync_engine
-from volsched.cache.store.migrating import alembic_config, head_revision, known_revisions
+from volsched.cache.store.migrating import (
+    alembic_config,
+    head_revision,
+    known_revisions,
+    upgrade_to_head,
+)
 from volsched.cache.store.schema import REVISION, metadata
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,8 +60,36 @@ def test_migrate_rebuilds_a_bad_file(db_path: Path) -> None:
     assert [p.name for p in db_path.parent.glob("*.corrupt-*")]
 
 
+def ddl(path: Path) -> list[tuple[str, str, str]]:
+    """Every table and index of a file as SQLite keeps its definition."""
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute(
+            "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
+            "ORDER BY type, name"
+        ).fetchall()
+    connection.close()
+    return [(kind, name, " ".join(str(sql).split())) for kind, name, sql in rows]
+
+
+def test_a_new_store_is_built_as_the_versions_build_it(tmp_path: Path) -> None:
+    """A new file is made from schema.py and stamped, without running the versions one
+    by one: it must come out exactly as the versions make it."""
+    by_versions = tmp_path / "by-versions.db"
+    by_versions.parent.mkdir(parents=True, exist_ok=True)
+    assert upgrade_to_head(by_versions) == REVISION
+    fresh = tmp_path / "fresh.db"
+    assert migrate(str(fresh)) == REVISION
+    assert ddl(fresh) == ddl(by_versions)
+    with sqlite3.connect(fresh) as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [
+            (REVISION,)
+        ]
+    connection.close()
+
+
 def test_the_versions_build_exactly_schema_py(db_path: Path) -> None:
-    assert migrate(str(db_path)) == REVISION == head_revision()
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    assert upgrade_to_head(db_path) == REVISION == head_revision()
     engine = create_sync_engine(db_path)
     try:
         with engine.connect() as connection:
