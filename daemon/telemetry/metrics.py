@@ -37,7 +37,7 @@ class Metrics:
         self.registry = CollectorRegistry()
         registry = self.registry
         self.startup = startup or StartupTimeline()
-        startup_seconds = Gauge(
+        self.startup_seconds = Gauge(
             "volsched_startup_seconds",
             "Seconds after the process started that each start-up milestone was reached "
             "(imported, connected, database_open, caught_up, ready, first_binding).",
@@ -45,7 +45,7 @@ class Metrics:
             registry=registry,
         )
         self.startup.on_mark(
-            lambda milestone, seconds: startup_seconds.labels(milestone=milestone).set(seconds)
+            lambda milestone, seconds: self.startup_seconds.labels(milestone=milestone).set(seconds)
         )
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts",
