@@ -55,6 +55,11 @@ from volsched.emulator.store import Store
 log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+# Connections the kernel holds for the server before it accepts them. kube-apiserver's
+# listener (Go's net.Listen) asks for the system's maximum (somaxconn, 4096 by default);
+# aiohttp's default of 128 drops the SYNs of a burst past it, and each dropped one is
+# retried by the client a whole second later.
+LISTEN_BACKLOG = 4096
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -137,7 +142,7 @@ class ApiServer:
             if self.certificates is None:
                 self.certificates = make_serving_certificates(host)
             ssl_context = self.certificates.server_context()
-        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context, backlog=LISTEN_BACKLOG)
         try:
             await site.start()
         except BaseException:

@@ -64,6 +64,12 @@ def pods_in(server: ApiServer, count: int) -> list[Pod]:
     return [parse_pod(raw) for raw in server.load([pod(f"p{i}") for i in range(count)])]
 
 
+def as_watched(server: ApiServer, pods: list[Pod]) -> list[Pod]:
+    """``pods`` as they are now in the API server, in the same order."""
+    stored = {raw["metadata"]["name"]: raw for raw in server.list("Pod", "default")}
+    return [parse_pod(stored[p.name]) for p in pods]
+
+
 def reporter_on(client: KubeClient, clock: Clock) -> Reporter:
     return Reporter(client.for_writer(Writer.BINDING), "volsched", "host-1", clock)
 
@@ -98,11 +104,14 @@ async def test_400_pods_tried_for_ten_minutes_leave_one_event_series_each(
     server.faults.reset()
 
     # Every pod tried every 15 s for ten minutes, failing each time for the same reason;
-    # the heartbeat runs in between, as the daemon runs it.
+    # the heartbeat runs in between, as the daemon runs it. Each attempt gets the pod as
+    # the daemon's watch last delivered it: with the PodScheduled condition the first
+    # failure wrote, so the later ones write no condition (kube-scheduler's rule).
     for _ in range(40):
         await asyncio.gather(*(reporter.failed(p, MESSAGE, "Unschedulable") for p in pods))
         await reporter.heartbeat()
         clock.now += 15
+        pods = as_watched(server, pods)
 
     events = await events_by_pod(server)
     assert sorted(events) == sorted(p.name for p in pods)
@@ -126,6 +135,7 @@ async def test_400_pods_tried_for_ten_minutes_leave_one_event_series_each(
     # One create and one patch per pod: not one write per attempt.
     assert len(server.faults.requests("POST", r"/events$")) == 400
     assert len(server.faults.requests("PATCH", r"/events/")) == 400
+    assert len(server.faults.requests("PATCH", r"/pods/[^/]+/status$")) == 400
 
     # The pods stop failing (placed, say). Within two heartbeats of six minutes the
     # series are finished: their final counts written, once.
