@@ -58,6 +58,21 @@ def cache_matches(cluster: ClusterCache, kind: str, listed: Mapping[str, str]) -
     return all(listed.get(key) == str(view.meta.resource_version) for key, view in held.items())
 
 
+def differences(cluster: ClusterCache, kind: str, listed: Mapping[str, str]) -> int:
+    """How many objects the watch must bring before the cache holds ``listed``: those
+    added or changed since the cache was stored, and those deleted."""
+    held = {key: str(view.meta.resource_version) for key, view in cluster.informer_items(kind)}
+    changed = sum(1 for key, version in listed.items() if held.get(key) != version)
+    return changed + sum(1 for key in held if key not in listed)
+
+
+def relisting_is_sooner(costs: ProofCosts, listed: int, differing: int) -> bool:
+    """Whether relisting ``listed`` objects is done sooner than the resumed watch brings
+    ``differing`` events, each an object to decode as a relist decodes one (a kind whose
+    objects were mostly replaced while the daemon was down)."""
+    return costs.relist_seconds(listed) < differing * costs.relist_seconds_per_object
+
+
 class MetadataPrefetch:
     """The resumed kinds' metadata lists, fetched while the stored cache loads (the API
     server encodes them while this process unpickles): after the load, a kind whose
@@ -204,9 +219,12 @@ async def prove_current(
     watch got there first are left out). Kinds whose prefetched metadata list has
     arrived and matches are proven first, without a request; a kind whose list is
     still on its way waits for it rather than relisting (a list of the names alone,
-    asked for earlier, comes sooner than the whole kind asked for now)."""
+    asked for earlier, comes sooner than the whole kind asked for now). A kind whose
+    list shows it mostly replaced is relisted at once: that is sooner than its watch
+    bringing every change."""
     proven: dict[str, Proof] = {}
     resumed = []
+    relist_now: set[str] = set()
     for watcher in watchers:
         if not watcher.state.resource_version or watcher.state.synced:
             continue
@@ -216,14 +234,19 @@ async def prove_current(
             proven[watcher.kind] = Proof.METADATA
         else:
             resumed.append(watcher)
+            if listed is not None and relisting_is_sooner(
+                costs, len(listed[0]), differences(cluster, watcher.kind, listed[0])
+            ):
+                relist_now.add(watcher.kind)
     on_the_way = {w.kind for w in resumed if prefetch is not None and prefetch.pending(w.kind)}
     sizes = {
         w.kind: sum(1 for _ in cluster.informer_items(w.kind))
         for w in resumed
-        if w.kind not in on_the_way
+        if w.kind not in on_the_way | relist_now
     }
     plan = plan_proofs(sizes, waited_seconds, costs)
     plan.update(dict.fromkeys(on_the_way, Proof.METADATA))
+    plan.update(dict.fromkeys(relist_now, Proof.RELIST))
     proofs = await asyncio.gather(
         *(
             prove_kind(w, plan[w.kind], client, cluster, costs, waited_seconds, relist, prefetch)

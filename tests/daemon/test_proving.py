@@ -19,8 +19,10 @@ from volsched.daemon.watch.proving import (
     MetadataPrefetch,
     Relist,
     cache_matches,
+    differences,
     fetch_metadata,
     prove_current,
+    relisting_is_sooner,
 )
 from volsched.daemon.watch.restart_plan import Proof, ProofCosts
 from volsched.daemon.watch.watching import KindWatcher, WatchSettings
@@ -256,3 +258,55 @@ async def prove_while_watching(
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+@pytest.mark.parametrize(
+    ("listed", "differing", "sooner"),
+    [
+        # Every stored object replaced: the watch brings twice the kind (deleted + added).
+        (1000, 2000, True),
+        (5000, 10_000, True),
+        # A few changes while down: the watch brings them sooner than a relist.
+        (1000, 10, False),
+        (1000, 500, False),
+        # Nothing listed and nothing to bring: no reason to relist.
+        (0, 0, False),
+    ],
+)
+def test_relisting_is_sooner_when_most_of_the_kind_was_replaced(
+    listed: int, differing: int, sooner: bool
+) -> None:
+    assert relisting_is_sooner(ProofCosts(), listed, differing) is sooner
+
+
+async def test_a_kind_replaced_while_down_is_relisted_at_once(
+    server: ApiServer, client: KubeClient
+) -> None:
+    """The four stored nodes were deleted and four others made while the daemon was
+    down: its watch would bring eight events, a relist four objects. The prefetched
+    list shows it, and the kind is relisted without waiting on the watch."""
+    server.load([node(f"old-{i}") for i in range(4)])
+    cluster, ingest, resume_from = await stored_nodes(client)
+    async with aiohttp.ClientSession(server.url) as session:
+        for i in range(4):
+            async with session.delete(f"/api/v1/nodes/old-{i}") as response:
+                assert response.status == 200
+    server.load([node(f"new-{i}") for i in range(4)])
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+    # Costs under which the plan alone would check the kind's metadata, not relist it.
+    prefetch = MetadataPrefetch(client, CHECK_FIRST, ["Node"])
+    listed = await prefetch.wait_at_most("Node", 10)
+    assert listed is not None and differences(cluster, "Node", listed[0]) == 8
+    relisted: list[str] = []
+
+    async def relist(w: KindWatcher) -> None:
+        relisted.append(w.kind)
+
+    try:
+        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist, prefetch)
+    finally:
+        await prefetch.close()
+    assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
+    # At once: no second metadata list after a wait for the watch.
+    assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1
