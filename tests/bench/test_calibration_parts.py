@@ -60,3 +60,4 @@ def test_the_event_is_the_one_volsched_writes_for_a_bound_pod() -> None:
         "Binding",
     )
     assert event["note"] == "Successfully assigned ns/p to node-1"
+    assert event["metadata"]["name"].startswith("p.")
