@@ -48,7 +48,7 @@ from typing import Any
 from bench.cluster import ClusterRun, measured_pod, set_up
 from bench.e2e import ROOT, free_port, installed_python_environment
 from bench.oracle.controlplane import ControlPlane, assets_dir
-from bench.oracle.sidebyside import CONTROL_PLANE_CPU, SCHEDULER_CPU, pin
+from bench.oracle.sidebyside import CONTROL_PLANE_CPU, SCHEDULER_CPU, pin, write_result
 from volsched.daemon.kube.client import KubeClient
 
 Raw = dict[str, Any]
@@ -281,9 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(calibrate(args, assets, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    out = args.out or RESULTS / "calibration.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_result(args.out or RESULTS / "calibration.json", result)
     print(json.dumps(result["real_over_embedded"], indent=2))
     return 0
 
