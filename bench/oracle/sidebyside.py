@@ -85,8 +85,17 @@ def process_cpu_seconds(pid: int) -> float:
 
 
 def pin(pid: int, cpu: int) -> None:
-    with contextlib.suppress(OSError):
-        os.sched_setaffinity(pid, {cpu % (os.cpu_count() or 1)})
+    """Keep every thread of ``pid`` on ``cpu``. An affinity is a thread's own: a Go
+    binary's runtime threads, started before the process is pinned, would otherwise go
+    on running on any CPU (threads started later inherit it)."""
+    cpus = {cpu % (os.cpu_count() or 1)}
+    try:
+        threads = [int(task) for task in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        threads = [pid]
+    for thread in threads:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(thread, cpus)
 
 
 @dataclass
@@ -182,10 +191,14 @@ class Schedulers:
         ]
 
 
+Bound = dict[str, tuple[float, float, float]]
+
+
 def binding_recorder(
-    pid_box: list[int], bound_at: dict[str, tuple[float, float]]
+    pid_box: list[int], control_plane: list[int], bound_at: Bound
 ) -> Callable[[str], None]:
-    """Each pod's first binding: (monotonic time, the scheduler's CPU then)."""
+    """Each pod's first binding: (monotonic time, the scheduler's CPU then, the control
+    plane's CPU then)."""
 
     def bound(name: str) -> None:
         if name in bound_at:
@@ -194,9 +207,17 @@ def binding_recorder(
         if pid_box:
             with contextlib.suppress(OSError):
                 cpu = process_cpu_seconds(pid_box[0])
-        bound_at[name] = (time.monotonic(), cpu)
+        bound_at[name] = (time.monotonic(), cpu, control_plane_cpu_seconds(control_plane))
 
     return bound
+
+
+def control_plane_cpu_seconds(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            total += process_cpu_seconds(pid)
+    return total
 
 
 async def run_trial(
@@ -225,9 +246,10 @@ async def run_trial(
         await _create_all(client, "PersistentVolumeClaim", [claim(run, n) for n in range(run.pods)])
     await _create_all(client, "Pod", [measured_pod(run, n) for n in range(run.pods)])
     _, version = await client.list("Pod", namespace)
-    bound_at: dict[str, tuple[float, float]] = {}
+    bound_at: Bound = {}
     pid_box: list[int] = []
-    recorder = binding_recorder(pid_box, bound_at)
+    control_plane = [process.pid for process in schedulers.cp._procs.values()]
+    recorder = binding_recorder(pid_box, control_plane, bound_at)
     watcher = asyncio.create_task(watch_bindings(client, namespace, version, recorder))
     log_path = schedulers.workdir / f"{trial.scheduler}-{number:02d}.log"
     log = log_path.open("wb")
@@ -287,20 +309,24 @@ def startup_milestones(log: str) -> dict[str, float]:
     return found
 
 
-def summarise(
-    trial: Trial, started: float, bound_at: dict[str, tuple[float, float]], pods: int
-) -> None:
+def summarise(trial: Trial, started: float, bound_at: Bound, pods: int) -> None:
     trial.bound = len(bound_at)
     if not bound_at:
         trial.error = trial.error or "no pod was bound"
         return
     times = sorted(bound_at.values())
-    (first, first_cpu), (last, last_cpu) = times[0], times[-1]
+    (first, first_cpu, first_cp), (last, last_cpu, last_cp) = times[0], times[-1]
     trial.first_binding_seconds = round(first - started, 3)
     trial.first_to_last_seconds = round(last - first, 3)
     if len(times) > 1 and last > first:
         trial.pods_per_second = round((len(times) - 1) / (last - first), 1)
         trial.cpu_ms_per_pod_binding = round((last_cpu - first_cpu) * 1000 / (len(times) - 1), 3)
+        # The API server's side of the same pods (kube-apiserver, etcd and the controller
+        # manager, on a core of their own): how busy that core was while they were bound.
+        trial.extra["control_plane_cpu_ms_per_pod"] = round(
+            (last_cp - first_cp) * 1000 / (len(times) - 1), 3
+        )
+        trial.extra["control_plane_core_busy"] = round((last_cp - first_cp) / (last - first), 2)
     trial.cpu_ms_per_pod_whole = round(last_cpu * 1000 / len(times), 3)
     if trial.bound < pods and not trial.error:
         trial.error = f"{trial.bound} of {pods} pods bound"
@@ -353,6 +379,12 @@ def medians(trials: list[Trial]) -> dict[str, Any]:
             "pods_per_second": median([t.pods_per_second for t in group]),
             "cpu_ms_per_pod_whole": median([t.cpu_ms_per_pod_whole for t in group]),
             "cpu_ms_per_pod_binding": median([t.cpu_ms_per_pod_binding for t in group]),
+            "control_plane_cpu_ms_per_pod": median(
+                [t.extra.get("control_plane_cpu_ms_per_pod") for t in group]
+            ),
+            "control_plane_core_busy": median(
+                [t.extra.get("control_plane_core_busy") for t in group]
+            ),
             "first_binding_seconds": median([t.first_binding_seconds for t in group]),
             "errors": [t.error for t in group if t.error],
         }

@@ -3,6 +3,11 @@ volsched's start-up milestones from its log, and the recorded command line."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import pytest
 
 from bench.oracle import sidebyside
@@ -47,3 +52,46 @@ def test_an_unknown_scheduler_is_one_line(capsys: pytest.CaptureFixture[str]) ->
         sidebyside.main(["--schedulers", "volsched,default-scheduler"])
     assert stopped.value.code == 2
     assert "--schedulers: choose among kube-scheduler, volsched" in capsys.readouterr().err
+
+
+def test_a_trial_reports_the_schedulers_and_the_control_planes_cpu_per_pod() -> None:
+    """Three bindings a second apart: the scheduler spent 4 ms, the control plane 0.5 s of
+    CPU on the two pods after the first; its core was busy for a quarter of the time."""
+    trial = sidebyside.Trial("volsched", "volsched first", 1)
+    bound_at = {
+        "a": (10.0, 1.000, 4.000),
+        "b": (11.0, 1.001, 4.250),
+        "c": (12.0, 1.004, 4.500),
+    }
+    sidebyside.summarise(trial, 9.0, bound_at, 3)
+    assert (trial.bound, trial.first_binding_seconds, trial.pods_per_second) == (3, 1.0, 1.0)
+    assert trial.cpu_ms_per_pod_binding == 2.0
+    assert trial.extra["control_plane_cpu_ms_per_pod"] == 250.0
+    assert trial.extra["control_plane_core_busy"] == 0.25
+    assert sidebyside.medians([trial])["volsched (cold)"]["control_plane_core_busy"] == 0.25
+
+
+def test_pinning_covers_every_thread_of_a_process() -> None:
+    """A process whose threads started before it was pinned has them all moved."""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import threading, time\n"
+            "for _ in range(3): threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+            "print('up', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
+        sidebyside.pin(child.pid, 0)
+        time.sleep(0.05)
+        threads = os.listdir(f"/proc/{child.pid}/task")
+        assert len(threads) >= 4
+        assert all(os.sched_getaffinity(int(thread)) == {0} for thread in threads)
+    finally:
+        child.kill()
+        child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
