@@ -482,6 +482,15 @@ class ControlPlane:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
+    def metrics_text(self) -> str:
+        """kube-apiserver's /metrics, as Prometheus text."""
+        request = urllib.request.Request(
+            self.server + "/metrics", headers={"Authorization": f"Bearer {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=30, context=self._ssl) as response:
+            text: str = response.read().decode()
+            return text
+
     def readyz(self) -> str:
         """kube-apiserver's /readyz body ("ok" when ready)."""
         request = urllib.request.Request(

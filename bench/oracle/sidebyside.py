@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -212,6 +213,25 @@ def binding_recorder(
     return bound
 
 
+def apiserver_requests(metrics: str) -> Counter[str]:
+    """kube-apiserver's ``apiserver_request_total`` by verb and resource (summed over
+    codes and scopes), from its /metrics text."""
+    counts: Counter[str] = Counter()
+    for line in metrics.splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels_text, _, value = line.rpartition(" ")
+        labels = dict(
+            part.split("=", 1)
+            for part in labels_text[len("apiserver_request_total{") : -1].split(",")
+        )
+        resource = labels.get("resource", '""').strip('"')
+        subresource = labels.get("subresource", '""').strip('"')
+        name = f"{labels.get('verb', '').strip(chr(34))} {resource}"
+        counts[f"{name}/{subresource}" if subresource else name] += int(float(value))
+    return counts
+
+
 def control_plane_cpu_seconds(pids: list[int]) -> float:
     total = 0.0
     for pid in pids:
@@ -249,6 +269,7 @@ async def run_trial(
     bound_at: Bound = {}
     pid_box: list[int] = []
     control_plane = [process.pid for process in schedulers.cp._procs.values()]
+    requests_before = apiserver_requests(await asyncio.to_thread(schedulers.cp.metrics_text))
     recorder = binding_recorder(pid_box, control_plane, bound_at)
     watcher = asyncio.create_task(watch_bindings(client, namespace, version, recorder))
     log_path = schedulers.workdir / f"{trial.scheduler}-{number:02d}.log"
@@ -276,6 +297,15 @@ async def run_trial(
             await asyncio.sleep(0.05)
         with contextlib.suppress(OSError):
             trial.cpu_seconds = round(process_cpu_seconds(process.pid), 3)
+        # What the API server was asked while the scheduler ran (this harness's watch
+        # and the nodes' heartbeats included, the same for both schedulers), per pod.
+        requests = apiserver_requests(await asyncio.to_thread(schedulers.cp.metrics_text))
+        requests.subtract(requests_before)
+        trial.extra["apiserver_requests_per_pod"] = {
+            name: round(count / run.pods, 3)
+            for name, count in sorted(requests.items(), key=lambda item: -item[1])
+            if count > 0
+        }
     finally:
         process.terminate()
         try:

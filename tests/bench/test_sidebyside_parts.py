@@ -95,3 +95,20 @@ def test_pinning_covers_every_thread_of_a_process() -> None:
         child.wait()
         assert child.stdout is not None
         child.stdout.close()
+
+
+def test_the_api_servers_requests_are_read_by_verb_and_resource() -> None:
+    metrics = "\n".join(
+        [
+            "# TYPE apiserver_request_total counter",
+            'apiserver_request_total{code="201",component="apiserver",dry_run="",group="",'
+            'resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 40',
+            'apiserver_request_total{code="409",component="apiserver",dry_run="",group="",'
+            'resource="pods",scope="resource",subresource="binding",verb="POST",version="v1"} 2',
+            'apiserver_request_total{code="201",component="apiserver",dry_run="",'
+            'group="events.k8s.io",resource="events",scope="namespace",subresource="",'
+            'verb="POST",version="v1"} 7',
+            'apiserver_request_duration_seconds_count{verb="POST"} 99',
+        ]
+    )
+    assert sidebyside.apiserver_requests(metrics) == {"POST pods/binding": 42, "POST events": 7}
