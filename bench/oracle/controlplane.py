@@ -484,18 +484,17 @@ class ControlPlane:
 
     def metrics_text(self) -> str:
         """kube-apiserver's /metrics, as Prometheus text."""
-        request = urllib.request.Request(
-            self.server + "/metrics", headers={"Authorization": f"Bearer {self.token}"}
-        )
-        with urllib.request.urlopen(request, timeout=30, context=self._ssl) as response:
-            text: str = response.read().decode()
-            return text
+        return self._text("/metrics", timeout=30)
 
     def readyz(self) -> str:
         """kube-apiserver's /readyz body ("ok" when ready)."""
+        return self._text("/readyz", timeout=10)
+
+    def _text(self, path: str, timeout: float) -> str:
+        """A plain-text endpoint of kube-apiserver, read as the admin."""
         request = urllib.request.Request(
-            self.server + "/readyz", headers={"Authorization": f"Bearer {self.token}"}
+            self.server + path, headers={"Authorization": f"Bearer {self.token}"}
         )
-        with urllib.request.urlopen(request, timeout=10, context=self._ssl) as response:
+        with urllib.request.urlopen(request, timeout=timeout, context=self._ssl) as response:
             text: str = response.read().decode()
             return text
