@@ -138,24 +138,29 @@ def _emit(source: _Source, indent: int, var: str, path: str, annotation: Any) ->
     elif origin is frozenset and len(arguments) == 1:
         _emit_items(source, indent, var, path, "frozenset", arguments[0])
     elif origin is dict and len(arguments) == 2:
-        emit(indent, f"if type({var}) is not dict:")
-        emit(indent + 1, f'raise _wrong(f"{path}", {var}, "dict")')
-        emit(indent, f"if {var} and id({var}) not in seen:")
-        emit(indent + 1, f"seen.add(id({var}))")
+        _emit_container_check(source, indent, var, path, "dict")
         key, item = source.fresh("key"), source.fresh("item")
         emit(indent + 1, f"for {key}, {item} in {var}.items():")
         _emit(source, indent + 2, key, f"{path} key {{{key}!r:.40}}", arguments[0])
         _emit(source, indent + 2, item, f"{path}[{{{key}!r:.40}}]", arguments[1])
 
 
+def _emit_container_check(
+    source: _Source, indent: int, var: str, path: str, container: str
+) -> None:
+    """``var`` must be exactly ``container``; a non-empty one is walked once (``seen``
+    stops a container shared or looping back from being walked again)."""
+    source.emit(indent, f"if type({var}) is not {container}:")
+    source.emit(indent + 1, f'raise _wrong(f"{path}", {var}, "{container}")')
+    source.emit(indent, f"if {var} and id({var}) not in seen:")
+    source.emit(indent + 1, f"seen.add(id({var}))")
+
+
 def _emit_items(
     source: _Source, indent: int, var: str, path: str, container: str, annotation: Any
 ) -> None:
     emit = source.emit
-    emit(indent, f"if type({var}) is not {container}:")
-    emit(indent + 1, f'raise _wrong(f"{path}", {var}, "{container}")')
-    emit(indent, f"if {var} and id({var}) not in seen:")
-    emit(indent + 1, f"seen.add(id({var}))")
+    _emit_container_check(source, indent, var, path, container)
     index, item = source.fresh("index"), source.fresh("item")
     emit(indent + 1, f"for {index}, {item} in enumerate({var}):")
     _emit(source, indent + 2, item, f"{path}[{{{index}}}]", annotation)
