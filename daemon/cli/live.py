@@ -47,7 +47,7 @@ from volsched.daemon.cli.snapshot_files import load_objects, load_snapshot
 from volsched.daemon.kube.client import KubeClient
 from volsched.daemon.kube.kubeconfig_merging import (
     Kubeconfig,
-    api_client_for,
+    connect_for,
     kubeconfig_paths,
     load_kubeconfig,
 )
@@ -101,7 +101,7 @@ def chosen_kubeconfig(args: argparse.Namespace, environ: Mapping[str, str]) -> K
 @asynccontextmanager
 async def read_only_client(kubeconfig: Kubeconfig) -> AsyncIterator[KubeClient]:
     """A client that sends no write at all: a refused write never leaves the process."""
-    client = KubeClient(await api_client_for(kubeconfig)).read_only()
+    client = KubeClient(await connect_for(kubeconfig)).read_only()
     try:
         yield client
     finally:
@@ -171,7 +171,7 @@ async def list_cluster(
                         continue
                 objects += await _list_kind(client, kind, progress, len(objects), limits)
             except ApiError as exc:
-                host = client.api.configuration.host
+                host = client.connection.host
                 problem = str(exc).removeprefix("0: ")  # no status: the server never answered
                 problem = " ".join(problem.split())  # aiohttp's texts can span lines
                 raise ConfigError(f"{host}: cannot list {info.plural}: {problem}") from None

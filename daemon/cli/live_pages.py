@@ -110,7 +110,9 @@ async def get_json(
     timeout = aiohttp.ClientTimeout(total=seconds)
     try:
         async with asyncio.timeout(seconds):
-            response = await send(client.api, "GET", path, query, None, "application/json", timeout)
+            response = await send(
+                client.connection, "GET", path, query, None, "application/json", timeout
+            )
             async with response:
                 if not 200 <= response.status <= 299:
                     raise _status_error(response.status, await response.content.read(4096))

@@ -1,11 +1,10 @@
 """The one boundary to the API server: list, watch, get, replace, patch, create, bind.
 
 Everything above it deals in raw JSON dicts and volsched's errors (``Conflict``,
-``NotFound``, ``Gone``, ``ApiError``); everything below it is kubernetes-asyncio's
-``ApiClient`` for what it is good at — kubeconfig and in-cluster credentials (refreshed
-tokens included), TLS, and its aiohttp session with its pool of kept-alive connections
-— with requests sent on that session directly (``sending``), not through its generated
-``call_api``. Bodies go out and come back as raw JSON (``decoding``: orjson,
+``NotFound``, ``Gone``, ``ApiError``); everything below it is a ``Connection`` — the
+credentials of a kubeconfig or of the in-cluster service account (refreshed tokens
+included), TLS, and an aiohttp session with its pool of kept-alive connections — with
+requests built and sent by ``sending``. Bodies go out and come back as raw JSON (``decoding``: orjson,
 managedFields dropped; ``reading``: answers as errors, events and list items, object by
 object when one object cannot be decoded) — no generated model objects on the hot path,
 and no deserialisation surprises:
@@ -25,16 +24,16 @@ and no deserialisation surprises:
 from __future__ import annotations
 
 import builtins
-import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
 
 from volsched.cache.errors import ApiError, NotFound
+from volsched.daemon.kube.connection import Connection
 from volsched.daemon.kube.decoding import Skipped, Undecodable, decoded, strip_body
 from volsched.daemon.kube.keepalive import keep_alive
-from volsched.daemon.kube.kubeconfig import api_client
+from volsched.daemon.kube.kubeconfig import connect
 from volsched.daemon.kube.ownership import (
     SHADOW_WRITERS,
     WRITES,
@@ -44,24 +43,10 @@ from volsched.daemon.kube.ownership import (
 )
 from volsched.daemon.kube.reading import error_of, list_version, page, watch_event, whole_items
 from volsched.daemon.kube.resources import resource
-from volsched.daemon.kube.sending import (
-    close_write_pool,
-    environment_configures_http,
-    send,
-    send_write,
-)
+from volsched.daemon.kube.sending import close_write_pool, send, send_write
 
 Raw = dict[str, Any]
 # Asks a list for each item's metadata only (kube-apiserver's PartialObjectMetadataList).
-
-
-def _trust_environment_once(session: Any) -> None:
-    """kubernetes-asyncio's session trusts the environment, so aiohttp looks for a proxy
-    and a netrc entry in a worker thread on every request: two thread hops per call, for
-    nothing when neither is configured. Read once here instead; with a proxy or netrc in
-    the environment nothing changes."""
-    if not environment_configures_http(os.environ) and hasattr(session, "_trust_env"):
-        session._trust_env = False
 
 
 def _query(**parameters: str | None) -> list[tuple[str, str]]:
@@ -104,18 +89,18 @@ async def _read(response: aiohttp.ClientResponse, path: str) -> tuple[int, bytes
 
 
 class KubeClient:
-    """Raw-JSON access to the API server through one kubernetes-asyncio ApiClient."""
+    """Raw-JSON access to the API server through one connection."""
 
     def __init__(
         self,
-        api_client: Any,
+        connection: Connection,
         request_timeout_seconds: float = 30.0,
         writer: Writer | None = None,
         writes: frozenset[tuple[str, str]] | None = None,
         leading: Callable[[], bool] | None = None,
         shadow: bool = False,
     ) -> None:
-        self.api = api_client
+        self.connection = connection
         # Which writes this client sends (see ``ownership``): None for any but another
         # system's objects, else exactly these.
         self.writer = writer
@@ -125,13 +110,12 @@ class KubeClient:
         # A shadow's root: every writer's client it hands out is read-only.
         self.shadow = shadow
         self.request_timeout = aiohttp.ClientTimeout(total=request_timeout_seconds)
-        _trust_environment_once(api_client.rest_client.pool_manager)
 
     @classmethod
     async def connect(cls, kubeconfig: str | None) -> KubeClient:
         """From a kubeconfig file, or the in-cluster service account when none is given
         and the process runs in a pod."""
-        return cls(await api_client(kubeconfig))
+        return cls(await connect(kubeconfig))
 
     def for_writer(self, writer: Writer, leading: Callable[[], bool] | None = None) -> KubeClient:
         """The same connection, sending only ``writer``'s writes — and, with ``leading``,
@@ -139,19 +123,19 @@ class KubeClient:
         unless the writer is one of ``SHADOW_WRITERS``."""
         seconds = self.request_timeout.total or 30.0
         if self.shadow and writer not in SHADOW_WRITERS:
-            return type(self)(self.api, seconds, writer, frozenset(), shadow=True)
-        return type(self)(self.api, seconds, writer, WRITES[writer], leading, self.shadow)
+            return type(self)(self.connection, seconds, writer, frozenset(), shadow=True)
+        return type(self)(self.connection, seconds, writer, WRITES[writer], leading, self.shadow)
 
     def read_only(self) -> KubeClient:
         """The same connection, sending no write at all."""
         seconds = self.request_timeout.total or 30.0
-        return type(self)(self.api, seconds, writes=frozenset(), shadow=self.shadow)
+        return type(self)(self.connection, seconds, writes=frozenset(), shadow=self.shadow)
 
     def shadowed(self) -> KubeClient:
         """The same connection as a shadow's root: itself read-only, and every client
         scoped from it read-only but for ``SHADOW_WRITERS`` (see ``ownership``)."""
         seconds = self.request_timeout.total or 30.0
-        return type(self)(self.api, seconds, writes=frozenset(), shadow=True)
+        return type(self)(self.connection, seconds, writes=frozenset(), shadow=True)
 
     def _may(self, verb: str, target: str) -> None:
         check_write(self.writer, self.writes, verb, target)
@@ -161,8 +145,8 @@ class KubeClient:
             )
 
     async def close(self) -> None:
-        await close_write_pool(self.api)
-        await self.api.close()
+        await close_write_pool(self.connection)
+        await self.connection.close()
 
     async def _call(
         self,
@@ -174,9 +158,9 @@ class KubeClient:
         timeout: aiohttp.ClientTimeout | None = None,
         accept: str = "application/json",
     ) -> aiohttp.ClientResponse:
-        """Send one request on the ApiClient's session, authenticated as it would be."""
+        """Send one request on the connection's session, authenticated."""
         timeout = timeout or self.request_timeout
-        return await send(self.api, method, path, query, body, content_type, timeout, accept)
+        return await send(self.connection, method, path, query, body, content_type, timeout, accept)
 
     async def read(self, path: str, **kwargs: Any) -> bytes:
         """A GET's body undecoded: ``_json`` decodes it, ``metadata_lists`` reads its own."""
@@ -192,7 +176,7 @@ class KubeClient:
             status, data = 200, await self.read(path, **kwargs)
         else:  # a write: on a kept-alive connection (``write_connections``)
             status, data = await send_write(
-                self.api, method, path, **kwargs, timeout=self.request_timeout
+                self.connection, method, path, **kwargs, timeout=self.request_timeout
             )
             if not 200 <= status <= 299:
                 raise error_of(status, data)

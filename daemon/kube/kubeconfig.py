@@ -1,7 +1,9 @@
-"""Loading a kubeconfig: checked before kubernetes-asyncio reads it, and the server it
-names checked after.
+"""Loading a kubeconfig: checked before it is read, and the server it names checked
+after.
 
-kubernetes-asyncio's loader fails on odd files with an AssertionError, a TypeError or an
+Credentials are read by ``credentials``; kubernetes-asyncio, loaded only for a user
+that an ``exec`` plugin or an ``auth-provider`` authenticates, reads the rest. Its loader
+fails on odd files with an AssertionError, a TypeError or an
 AttributeError, accepts a server of any scheme (a ``gopher://`` one is then retried
 forever by every watch) and a ``proxy-url`` of any scheme (aiohttp then fails the first
 request with an AssertionError), and leaves garbage certificate data to fail when the
@@ -13,34 +15,28 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 import ssl
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-from kubernetes_asyncio.config.config_exception import ConfigException
 
 from volsched.cache.errors import ConfigError
 from volsched.cache.file_limits import FileLimitError, read_text_bounded
 from volsched.cache.yaml_limits import YamlLimitError, load_one
-
-# What kubernetes-asyncio's loaders raise on a file they cannot use (an AssertionError
-# for a cluster without a server, a TypeError or AttributeError for an odd shape).
-LOADER_ERRORS = (
-    ConfigException,
-    OSError,
-    ValueError,
-    TypeError,
-    KeyError,
-    AttributeError,
-    AssertionError,
+from volsched.daemon.kube.connection import Connection
+from volsched.daemon.kube.credentials import (
+    credentials_error,
+    from_kubeconfig,
+    in_cluster,
+    needs_plugin,
 )
 
-
-def credentials_error(where: str, problem: str) -> ConfigError:
-    return ConfigError(f"{where}: cannot load Kubernetes credentials: {problem}")
+# What kubernetes-asyncio's loader raises on a file it cannot use: its ConfigException, an
+# AssertionError for a cluster without a server, a TypeError or AttributeError for an
+# odd shape, and whatever an exec plugin or auth provider fails with.
+LOADER_ERRORS = (Exception,)
 
 
 def read_kubeconfig(path: str) -> dict[str, Any]:
@@ -70,12 +66,6 @@ def read_kubeconfig(path: str) -> dict[str, Any]:
     return data
 
 
-def check_kubeconfig(path: str) -> None:
-    """The file's shape, and the cluster of its current context: a server URL volsched
-    can talk to and certificate data that is a certificate."""
-    check_config(read_kubeconfig(path), path, None)
-
-
 def check_config(data: Mapping[str, Any], where: str, context: str | None) -> None:
     """The cluster of ``context`` (the current context when None) in a kubeconfig read
     from ``where``."""
@@ -85,9 +75,9 @@ def check_config(data: Mapping[str, Any], where: str, context: str | None) -> No
 
     if not data.get("clusters"):
         raise fail("no clusters defined")
-    cluster_name, cluster = _context_cluster(data, context or data.get("current-context"))
-    if cluster is None:
-        return  # no usable current context: kubernetes-asyncio says which is missing
+    chosen = context or data.get("current-context")
+    cluster_name, cluster = _context_cluster(data, chosen, fail)
+    _check_user(data, chosen, fail)
     at = f"clusters[{cluster_name}].cluster"
     if not isinstance(cluster, Mapping):
         raise fail(f"{at}: must be a mapping")
@@ -110,18 +100,42 @@ def check_config(data: Mapping[str, Any], where: str, context: str | None) -> No
             raise fail(f"{at}.certificate-authority-data: {problem}")
 
 
-def _context_cluster(data: Mapping[str, Any], current: object) -> tuple[str, object | None]:
-    """The name and body of a context's cluster (None when not found)."""
+def _context_cluster(
+    data: Mapping[str, Any], current: object, fail: Callable[[str], ConfigError]
+) -> tuple[str, object]:
+    """The name and body of a context's cluster, both required."""
+    if not current:
+        raise fail("no current-context is set; give --context")
     contexts = [c for c in data.get("contexts") or [] if isinstance(c, Mapping)]
-    context = next((c.get("context") for c in contexts if c.get("name") == current), None)
+    entry = next((c for c in contexts if c.get("name") == current), None)
+    if entry is None:
+        raise fail(f'context "{current}" does not exist')
+    context = entry.get("context")
     if not isinstance(context, Mapping):
-        return "", None
+        raise fail(f"contexts[{current}].context: must be a mapping")
     name = context.get("cluster")
     clusters = [c for c in data.get("clusters") or [] if isinstance(c, Mapping)]
-    for entry in clusters:
-        if entry.get("name") == name:
-            return str(name), entry.get("cluster", {})
-    return "", None
+    for cluster in clusters:
+        if cluster.get("name") == name:
+            return str(name), cluster.get("cluster", {})
+    raise fail(f'context "{current}" names cluster "{name}", which does not exist')
+
+
+def _check_user(
+    data: Mapping[str, Any], current: object, fail: Callable[[str], ConfigError]
+) -> None:
+    """A context may name no user (anonymous requests), but not one that is missing."""
+    contexts = [c for c in data.get("contexts") or [] if isinstance(c, Mapping)]
+    context = next(c["context"] for c in contexts if c.get("name") == current)
+    name = context.get("user")
+    if name in (None, ""):
+        return
+    users = [u for u in data.get("users") or [] if isinstance(u, Mapping)]
+    user = next((u for u in users if u.get("name") == name), None)
+    if user is None:
+        raise fail(f'context "{current}" names user "{name}", which does not exist')
+    if not isinstance(user.get("user") or {}, Mapping):
+        raise fail(f"users[{name}].user: must be a mapping")
 
 
 def server_problem(server: str) -> str | None:
@@ -189,33 +203,50 @@ def _certificate_problem(value: object) -> str | None:
     return None
 
 
-async def api_client(kubeconfig: str | None) -> Any:
-    """kubernetes-asyncio's ``ApiClient`` from a kubeconfig file, or the in-cluster
+async def connect(kubeconfig: str | None) -> Connection:
+    """A connection from a kubeconfig file's current context, or from the in-cluster
     service account when none is given; every problem one ``ConfigError``."""
+    if not kubeconfig:
+        return await Connection.open(in_cluster(os.environ))
+    data = read_kubeconfig(kubeconfig)
+    check_config(data, kubeconfig, None)
+    return await connect_context(data, kubeconfig, None, Path(kubeconfig).resolve().parent)
+
+
+async def connect_context(
+    data: Mapping[str, Any], where: str, context: str | None, base: Path
+) -> Connection:
+    """A connection for ``context`` of a checked kubeconfig read from ``where``."""
+    if needs_plugin(data, context):
+        return await _connect_with_plugin(data, where, context)
+    credentials = from_kubeconfig(data, where, context, base)
+    problem = server_problem(credentials.server)
+    if problem is not None:
+        # Only a kubeconfig without a usable current context gets here.
+        raise credentials_error(where, f"server: {problem}")
+    return await Connection.open(credentials)
+
+
+async def _connect_with_plugin(
+    data: Mapping[str, Any], where: str, context: str | None
+) -> Connection:
+    """kubernetes-asyncio's client for a user whose credentials a plugin gives."""
+    from kubernetes_asyncio import client as k8s_client
+    from kubernetes_asyncio import config as k8s_config
+
     configuration = k8s_client.Configuration()
-    if kubeconfig:
-        check_kubeconfig(kubeconfig)
-    where = kubeconfig or "in-cluster service account"
     try:
-        if kubeconfig:
-            await k8s_config.load_kube_config(
-                config_file=kubeconfig, client_configuration=configuration, persist_config=False
-            )
-        else:
-            k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        await k8s_config.load_kube_config_from_dict(
+            dict(data), context=context, client_configuration=configuration
+        )
     except LOADER_ERRORS as exc:
         raise credentials_error(where, str(exc) or type(exc).__name__) from None
-    return client_for(configuration, where)
-
-
-def client_for(configuration: Any, where: str) -> Any:
-    """The ``ApiClient`` of a loaded configuration, once the server the loader settled
-    on (the in-cluster one too) proved usable."""
     problem = server_problem(str(configuration.host or ""))
     if problem is not None:
         raise credentials_error(where, f"server: {problem}")
     try:
-        return k8s_client.ApiClient(configuration=configuration)
+        api = k8s_client.ApiClient(configuration=configuration)
     except (ssl.SSLError, OSError, ValueError) as exc:
         # Certificate or key data that TLS refuses, found when the client is made.
         raise credentials_error(where, f"its certificates or keys cannot be used: {exc}") from None
+    return Connection.of_api_client(api)

@@ -14,8 +14,8 @@ certificate, key or token file path is relative to the file that names it. The c
 is ``--context`` or else the current context; its namespace (``default`` when it names
 none) is where a pod named without one is looked for.
 
-The files are checked by ``kubeconfig`` (shape, server URL, certificate data) and loaded
-by kubernetes-asyncio from the merged mapping, so there is one loader, not two.
+The files are checked by ``kubeconfig`` (shape, server URL, certificate data) and the
+merged mapping loaded as the daemon loads one file, so there is one loader, not two.
 """
 
 from __future__ import annotations
@@ -26,17 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubernetes_asyncio import client as k8s_client
-from kubernetes_asyncio import config as k8s_config
-
 from volsched.cache.errors import ConfigError
-from volsched.daemon.kube.kubeconfig import (
-    LOADER_ERRORS,
-    check_config,
-    client_for,
-    credentials_error,
-    read_kubeconfig,
-)
+from volsched.daemon.kube.connection import Connection
+from volsched.daemon.kube.credentials import credentials_error
+from volsched.daemon.kube.kubeconfig import check_config, connect_context, read_kubeconfig
 
 # kubectl's fields that name a file, resolved against the kubeconfig that holds them.
 _FILE_FIELDS = {
@@ -121,31 +114,15 @@ def load_kubeconfig(paths: Sequence[str], context: str | None = None) -> Kubecon
         raise credentials_error(where, "no current-context is set; give --context")
     if not isinstance(chosen, str):
         raise credentials_error(where, "current-context must be a context's name")
-    entry = next((c for c in data["contexts"] if c.get("name") == chosen), None)
-    if entry is None:
-        raise credentials_error(where, f'context "{chosen}" does not exist')
-    body = entry.get("context")
-    if not isinstance(body, Mapping):
-        raise credentials_error(where, f"contexts[{chosen}].context: must be a mapping")
-    clusters = {c.get("name") for c in data["clusters"]}
-    if body.get("cluster") not in clusters:
-        raise credentials_error(
-            where, f'context "{chosen}" names cluster "{body.get("cluster")}", which does not exist'
-        )
     check_config(data, where, chosen)
+    body = next(c["context"] for c in data["contexts"] if c.get("name") == chosen)
     namespace = body.get("namespace") or DEFAULT_NAMESPACE
     if not isinstance(namespace, str):
         raise credentials_error(where, f"contexts[{chosen}].context.namespace: must be a string")
     return Kubeconfig(data, where, chosen, namespace)
 
 
-async def api_client_for(kubeconfig: Kubeconfig) -> Any:
-    """kubernetes-asyncio's ``ApiClient`` for the chosen context of merged files."""
-    configuration = k8s_client.Configuration()
-    try:
-        await k8s_config.load_kube_config_from_dict(
-            kubeconfig.data, context=kubeconfig.context, client_configuration=configuration
-        )
-    except LOADER_ERRORS as exc:
-        raise credentials_error(kubeconfig.where, str(exc) or type(exc).__name__) from None
-    return client_for(configuration, kubeconfig.where)
+async def connect_for(kubeconfig: Kubeconfig) -> Connection:
+    """A connection for the chosen context of merged files (their relative paths are
+    already absolute)."""
+    return await connect_context(kubeconfig.data, kubeconfig.where, kubeconfig.context, Path("/"))

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from volsched.daemon.kube.client import KubeClient, environment_configures_http
+from volsched.daemon.kube.client import KubeClient
+from volsched.daemon.kube.connection import environment_configures_http
 from volsched.emulator import ApiServer, write_kubeconfig
 
 CASES = [
@@ -51,7 +52,7 @@ async def test_the_session_trusts_the_environment_only_when_it_says_something(
         kubeconfig = write_kubeconfig(tmp_path / "kubeconfig", server.url)
         client = await KubeClient.connect(str(kubeconfig))
         try:
-            assert client.api.rest_client.pool_manager.trust_env is trusted
+            assert client.connection.session.trust_env is trusted
             # Requests work either way (the proxy is bypassed for the server's address).
             items, _ = await client.list("Node")
             assert items == []

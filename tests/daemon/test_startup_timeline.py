@@ -99,5 +99,5 @@ def test_the_daemon_starts_without_what_its_first_cycle_does_not_use() -> None:
         text=True,
         check=True,
     ).stdout.split()
-    late = ("jinja2", "opentelemetry.sdk", "cryptography", "alembic")
+    late = ("jinja2", "opentelemetry.sdk", "cryptography", "alembic", "kubernetes_asyncio")
     assert [name for name in loaded if name.startswith(late)] == []

@@ -18,6 +18,8 @@ import pytest
 
 from volsched.cache.errors import ApiError
 from volsched.daemon.kube import sending
+from volsched.daemon.kube.connection import Connection
+from volsched.daemon.kube.credentials import Credentials
 from volsched.daemon.kube.write_connections import Endpoint, KeepAlivePool
 from volsched.emulator.certificates import make_serving_certificates
 
@@ -217,32 +219,23 @@ def test_a_header_with_a_line_break_is_refused_before_sending() -> None:
         pool._encode("POST", "/e", [("User-Agent", "volsched ✓")], b"{}")
 
 
-def test_a_proxy_in_the_environment_keeps_writes_on_aiohttp(
+async def test_a_proxy_in_the_environment_keeps_writes_on_aiohttp(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Only aiohttp's session honours proxies (and netrc): with one about, the kept-alive
     pool is not used."""
-
-    class Rest:
-        proxy = None
-        server_hostname = None
-
-    class Configuration:
-        host = "https://10.0.0.1:6443"
-        ssl_ca_cert = None
-        cert_file = None
-        key_file = None
-        verify_ssl = True
-
-    class Api:
-        configuration = Configuration()
-        rest_client = Rest()
-
+    credentials = Credentials(
+        "https://10.0.0.1:6443", ssl.create_default_context(), None, None, None
+    )
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    assert sending.write_pool(Api()) is None
+    connection = await Connection.open(credentials)
+    assert sending.write_pool(connection) is None
+    await connection.close()
     monkeypatch.delenv("HTTPS_PROXY")
     monkeypatch.setenv("NETRC", "/nonexistent")
     monkeypatch.setenv("HOME", "/nonexistent")
-    pooled = sending.write_pool(Api())
+    connection = await Connection.open(credentials)
+    pooled = sending.write_pool(connection)
+    await connection.close()
     assert pooled is not None
     assert (pooled[0].endpoint.host, pooled[0].endpoint.port, pooled[1]) == ("10.0.0.1", 6443, "")

@@ -20,7 +20,7 @@ from volsched.daemon.cli import live
 from volsched.daemon.cli.live_pages import ListLimits
 from volsched.daemon.cli.main import main
 from volsched.daemon.kube.client import KubeClient
-from volsched.daemon.kube.kubeconfig import api_client
+from volsched.daemon.kube.kubeconfig import connect
 from volsched.emulator import write_kubeconfig
 
 
@@ -141,7 +141,7 @@ async def test_the_daemons_own_list_of_a_trickled_body_is_an_api_error(
     bare TimeoutError of a body still arriving at its request timeout."""
     api.behaviour = "trickle"
     kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", api.url))
-    client = KubeClient(await api_client(kubeconfig), request_timeout_seconds=0.5)
+    client = KubeClient(await connect(kubeconfig), request_timeout_seconds=0.5)
     started = time.monotonic()
     try:
         with pytest.raises(ApiError, match="GET /api/v1/nodes: no whole answer in time"):
