@@ -85,6 +85,18 @@ def process_cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def stolen_seconds(stat: str) -> dict[int, float]:
+    """Per CPU, the time the hypervisor ran something else while this machine wanted
+    to run (the ``steal`` column of ``/proc/stat``): a trial with much of it was measured
+    on a slower machine than the others."""
+    stolen = {}
+    for line in stat.splitlines():
+        name, *columns = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and len(columns) > 7:
+            stolen[int(name[3:])] = int(columns[7]) / CLOCK_TICKS
+    return stolen
+
+
 def pin(pid: int, cpu: int) -> None:
     """Keep every thread of ``pid`` on ``cpu``. An affinity is a thread's own: a Go
     binary's runtime threads, started before the process is pinned, would otherwise go
@@ -274,6 +286,7 @@ async def run_trial(
     watcher = asyncio.create_task(watch_bindings(client, namespace, version, recorder))
     log_path = schedulers.workdir / f"{trial.scheduler}-{number:02d}.log"
     log = log_path.open("wb")
+    stolen_before = stolen_seconds(Path("/proc/stat").read_text())
     started = time.monotonic()
     process = subprocess.Popen(
         schedulers.command(trial.scheduler, run.scheduler_name, database),
@@ -301,6 +314,12 @@ async def run_trial(
         # and the nodes' heartbeats included, the same for both schedulers), per pod.
         requests = apiserver_requests(await asyncio.to_thread(schedulers.cp.metrics_text))
         requests.subtract(requests_before)
+        stolen = stolen_seconds(Path("/proc/stat").read_text())
+        elapsed = time.monotonic() - started
+        trial.extra["stolen_share"] = {
+            role: round((stolen.get(cpu, 0.0) - stolen_before.get(cpu, 0.0)) / elapsed, 3)
+            for role, cpu in (("scheduler", SCHEDULER_CPU), ("control_plane", CONTROL_PLANE_CPU))
+        }
         trial.extra["apiserver_requests_per_pod"] = {
             name: round(count / run.pods, 3)
             for name, count in sorted(requests.items(), key=lambda item: -item[1])

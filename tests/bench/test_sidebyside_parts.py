@@ -112,3 +112,13 @@ def test_the_api_servers_requests_are_read_by_verb_and_resource() -> None:
         ]
     )
     assert sidebyside.apiserver_requests(metrics) == {"POST pods/binding": 42, "POST events": 7}
+
+
+def test_the_time_stolen_from_each_cpu_is_read_from_proc_stat() -> None:
+    stat = (
+        "cpu  300 0 20 900 5 0 1 70 0 0\n"
+        f"cpu0 100 0 10 450 2 0 0 {int(sidebyside.CLOCK_TICKS * 1.5)} 0 0\n"
+        "cpu1 200 0 10 450 3 0 1 20 0 0\n"
+        "intr 12345 0 0\n"
+    )
+    assert sidebyside.stolen_seconds(stat) == {0: 1.5, 1: 20 / sidebyside.CLOCK_TICKS}
