@@ -49,6 +49,7 @@ from volsched.scheduling.volumes.binder import (
     BinderCycle,
     PodVolumes,
     assume_pod_volumes,
+    bound_problem,
     find_pod_volumes,
     revert_assumed_volumes,
 )
@@ -81,6 +82,15 @@ class VolumeBindingState:
     by_node: dict[str, PodVolumes] = field(default_factory=dict)
     details: dict[str, list[str]] = field(default_factory=dict)
     assumed: AssumedVolumes | None = None
+    # One Status per reason a bound claim gives, shared by every node it rejects.
+    bound_rejections: dict[str, Status] = field(default_factory=dict)
+
+    def bound_rejection(self, reason: str) -> Status:
+        status = self.bound_rejections.get(reason)
+        if status is None:
+            status = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, (reason,))
+            self.bound_rejections[reason] = status
+        return status
 
 
 class VolumeBinding:
@@ -142,7 +152,8 @@ class VolumeBinding:
         delayed = sorted(claims.unbound_delayed, key=claim_request)
         matchers = [ClaimMatcher.build(self.cluster, claim) for claim in delayed]
         classes = {claim.class_name for claim in delayed}
-        cycle = BinderCycle(claims, matchers, capacities_by_class(self.cluster, classes))
+        bound_pvs = tuple(self.cluster.pvs.get(claim.volume_name) for claim in claims.bound)
+        cycle = BinderCycle(claims, matchers, capacities_by_class(self.cluster, classes), bound_pvs)
         state.write(NAME, VolumeBindingState(cycle))
         # 1.36 narrows no nodes here: a bound PV's node affinity is checked node by node
         # in Filter, whose reason names it.
@@ -153,6 +164,14 @@ class VolumeBinding:
     def filter(self, state: CycleState, pod: Pod, node: NodeInfo) -> Status | None:
         data: VolumeBindingState | None = state.read(NAME)
         if data is None:
+            return None
+        if not data.cycle.claims.unbound_delayed:
+            # Only bound claims (a pod whose local PVs are already its own): their PVs'
+            # node affinity is the whole check, and most nodes fail it.
+            problem = bound_problem(data.cycle, node)
+            if problem is not None:
+                return data.bound_rejection(problem)
+            data.by_node[node.name] = PodVolumes()
             return None
         try:
             result = find_pod_volumes(self.cluster, data.cycle, node, self.provisioner_checks)

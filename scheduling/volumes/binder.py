@@ -79,6 +79,21 @@ class BinderCycle:
     claims: PodVolumeClaims
     matchers: list[ClaimMatcher]
     capacities: dict[str, list[CSIStorageCapacity]]
+    # The PV of each bound claim, in the claims' order (None: the PV does not exist),
+    # read once: a pod whose claims are bound to local PVs is checked on every node.
+    bound_pvs: tuple[PersistentVolume | None, ...] = ()
+
+
+def bound_problem(cycle: BinderCycle, node: NodeInfo) -> str | None:
+    """Why the node cannot have the pod's bound claims (None when it can): the first
+    PV, in the claims' order, that is missing or whose node affinity the node fails."""
+    for pv in cycle.bound_pvs:
+        if pv is None:
+            return REASON_PV_NOT_EXIST
+        affinity = pv.node_affinity
+        if affinity is not None and not affinity.matches(node.node.meta.labels, node.name):
+            return REASON_NODE_CONFLICT
+    return None
 
 
 def find_pod_volumes(
@@ -88,21 +103,13 @@ def find_pod_volumes(
     checks: Mapping[str, ProvisionerCheck],
 ) -> FindResult:
     """Upstream's FindPodVolumes for one node; reasons in upstream's order."""
-    bound_ok = True
-    bound_found = True
+    problem = bound_problem(cycle, node)
+    bound_ok = problem != REASON_NODE_CONFLICT
+    bound_found = problem != REASON_PV_NOT_EXIST
     unbound_ok = True
     enough_space = True
     volumes = PodVolumes()
     details: list[str] = []
-    for claim in cycle.claims.bound:
-        pv = cluster.pvs.get(claim.volume_name)
-        if pv is None:
-            bound_found = False
-            break
-        affinity = pv.node_affinity
-        if affinity is not None and not affinity.matches(node.node.meta.labels, node.name):
-            bound_ok = False
-            break
     # As upstream, the unbound claims are checked even when a bound one failed, so the
     # node's reasons list every problem.
     if cycle.claims.unbound_delayed:
