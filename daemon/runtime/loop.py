@@ -221,7 +221,9 @@ class SchedulingLoop:
         if pod is None:
             return
         started = self.monotonic()
-        decision = self.scheduler.schedule(pod)
+        # The reasons of nodes passed over are forgotten once the pod is placed, so the
+        # filters are not asked for them unless no node fits (``find_feasible``).
+        decision = self.scheduler.schedule(pod, every_reason=False)
         self.decided(decision, started)
         if decision.node is None:
             self.failed(decision, started, self.post_filter(decision))

@@ -8,7 +8,7 @@ and none of them walks the nodes: choosing which nodes to ask is the runner's pa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
@@ -29,6 +29,8 @@ from volsched.scheduling.preemption.nominated import NominatedPods, judge_with_n
 # A PreFilter's narrowing: the node names every narrowing PreFilter allows, and those
 # PreFilters' names (the reason given to the nodes left out).
 Allowed = tuple[set[str], list[str]]
+# False for a node some filter will certainly reject (see ``Framework.screen``).
+Screen = Callable[[NodeInfo], bool]
 
 
 class Framework:
@@ -77,6 +79,20 @@ class Framework:
     def active_checks(self, state: CycleState) -> list[Check]:
         """The filters this cycle runs, in order: those whose PreFilter did not skip."""
         return active_checks(self.profile, state)
+
+    def screen(self, state: CycleState, pod: Pod) -> Screen | None:
+        """A test that passes every node some active filter can accept, from the first
+        filter offering one (None when none does): a node it fails is certainly
+        rejected, by that filter or one before it."""
+        skipped = state.skip_filter
+        for predicate in self.profile.predicates:
+            plugin = predicate.plugin
+            offer = getattr(plugin, "screen", None)
+            if offer is not None and plugin.name not in skipped:
+                found: Screen | None = offer(state, pod)
+                if found is not None:
+                    return found
+        return None
 
     def crowded_nodes(self) -> Mapping[str, object]:
         """The nodes some pod is nominated to: only there do nominated pods count."""

@@ -45,8 +45,8 @@ class Profiles:
         extender's pods, and snapshots)."""
         return self.by_name.get(pod.scheduler_name, self.default)
 
-    def schedule(self, pod: Pod) -> Decision:
-        return self.for_pod(pod).schedule(pod)
+    def schedule(self, pod: Pod, every_reason: bool = True) -> Decision:
+        return self.for_pod(pod).schedule(pod, every_reason=every_reason)
 
     def unreserve(self, decision: Decision) -> None:
         self.for_pod(decision.pod).unreserve(decision)

@@ -84,10 +84,12 @@ class Scheduler:
     def nominated(self, nominated: NominatedPods | None) -> None:
         self.framework.nominated = nominated
 
-    def schedule(self, pod: Pod, nominated_node: str | None = None) -> Decision:
+    def schedule(
+        self, pod: Pod, nominated_node: str | None = None, every_reason: bool = True
+    ) -> Decision:
         """Decide one pod — its nominated node first — and, when a node is chosen,
-        reserve it (assume)."""
-        return self.commit(self.find_node_nominated_first(pod, nominated_node))
+        reserve it (assume). ``every_reason`` as in ``find_feasible``."""
+        return self.commit(self.find_node_nominated_first(pod, nominated_node, every_reason))
 
     def nominated_node_of(self, pod: Pod) -> str:
         """The node a preemption cleared for the pod: the nominator's word, else the
@@ -96,7 +98,9 @@ class Scheduler:
         held = self.nominated.node_of(pod.meta.key) if self.nominated is not None else ""
         return held or pod.nominated_node_name
 
-    def find_node_nominated_first(self, pod: Pod, nominated_node: str | None = None) -> Decision:
+    def find_node_nominated_first(
+        self, pod: Pod, nominated_node: str | None = None, every_reason: bool = True
+    ) -> Decision:
         """Upstream's evaluateNominatedNode: a pod with a nominated node is tried there
         alone first, and goes there if it fits; otherwise every node is judged as for
         any pod. ``nominated_node`` overrides the pod's own (a preemption just done)."""
@@ -105,21 +109,29 @@ class Scheduler:
             decision = self.find_node(pod, only={node})
             if decision.node is not None:
                 return decision
-        return self.find_node(pod)
+        return self.find_node(pod, every_reason=every_reason)
 
-    def find_node(self, pod: Pod, only: set[str] | None = None) -> Decision:
+    def find_node(
+        self, pod: Pod, only: set[str] | None = None, every_reason: bool = True
+    ) -> Decision:
         """Filter and score; ``only`` restricts the candidates to those nodes and
         evaluates every one of them (the extender's question: "which of these?")."""
-        decision = self.find_feasible(pod, only)
+        decision = self.find_feasible(pod, only, every_reason)
         if decision.feasible:
             self.select(decision)
         return decision
 
-    def find_feasible(self, pod: Pod, only: set[str] | None = None) -> Decision:
+    def find_feasible(
+        self, pod: Pod, only: set[str] | None = None, every_reason: bool = True
+    ) -> Decision:
         """PreFilter and Filter (upstream's findNodesThatFitPod): the decision's
         ``feasible`` nodes, or why there are none. ``select`` scores and chooses among
         them; between the two the daemon may ask HTTP extenders to filter further and
-        to add their scores."""
+        to add their scores.
+
+        Without ``every_reason`` (the daemon's own cycle, which forgets the rejected
+        nodes' reasons once the pod is placed), a node a filter's screen rules out is
+        not asked why, unless no node fits: the same nodes are found either way."""
         decision = Decision(pod)
         all_nodes = self.cluster.node_list()
         if only is not None:
@@ -146,9 +158,17 @@ class Scheduler:
 
         started = self.clock_ns()
         every = only is not None
-        processed = find_nodes_that_pass_filters(
-            self.framework, self.kept, decision, self._walk(nodes, every)
+        walk = self._walk(nodes, every)
+        screen = None if every or every_reason else self.framework.screen(decision.state, pod)
+        already = len(decision.evaluated_nodes)
+        processed, screened = find_nodes_that_pass_filters(
+            self.framework, self.kept, decision, walk, screen
         )
+        if screened and not decision.feasible and decision.error is None:
+            # Unschedulable: every node's reason makes the message and guides preemption
+            # and requeueing, so the nodes ruled out unasked are asked after all.
+            del decision.evaluated_nodes[already:]
+            processed, _ = find_nodes_that_pass_filters(self.framework, self.kept, decision, walk)
         if processed and not every:
             self._advance_start(processed)
         decision.phases.append(("Filter", started, self.clock_ns()))

@@ -10,7 +10,7 @@ plugin, PrioritizeVolumes, which reads this plugin's per-node findings.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
@@ -158,6 +158,16 @@ class VolumeBinding:
         # 1.36 narrows no nodes here: a bound PV's node affinity is checked node by node
         # in Filter, whose reason names it.
         return None, SUCCESS
+
+    def screen(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
+        """For a pod with only bound claims, the nodes their PVs allow: upstream checks
+        every other node too (1.36 narrows nothing in PreFilter), and rejects each —
+        a StatefulSet's pod on local PVs is rejected by all nodes but one."""
+        data: VolumeBindingState | None = state.read(NAME)
+        if data is None or data.cycle.claims.unbound_delayed or not data.cycle.bound_pvs:
+            return None
+        cycle = data.cycle
+        return lambda node: bound_problem(cycle, node) is None
 
     # -- Filter ----------------------------------------------------------------------
 
