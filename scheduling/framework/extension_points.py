@@ -8,7 +8,7 @@ and none of them walks the nodes: choosing which nodes to ask is the runner's pa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Collection, Mapping
 
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.node_info import NodeInfo
@@ -29,8 +29,9 @@ from volsched.scheduling.preemption.nominated import NominatedPods, judge_with_n
 # A PreFilter's narrowing: the node names every narrowing PreFilter allows, and those
 # PreFilters' names (the reason given to the nodes left out).
 Allowed = tuple[set[str], list[str]]
-# False for a node some filter will certainly reject (see ``Framework.screen``).
-Screen = Callable[[NodeInfo], bool]
+# The names of the nodes some filter can accept; it certainly rejects every other node
+# (see ``Framework.screen``).
+Screen = Collection[str]
 
 
 class Framework:
@@ -81,9 +82,9 @@ class Framework:
         return active_checks(self.profile, state)
 
     def screen(self, state: CycleState, pod: Pod) -> Screen | None:
-        """A test that passes every node some active filter can accept, from the first
-        filter offering one (None when none does): a node it fails is certainly
-        rejected, by that filter or one before it."""
+        """The nodes some active filter can accept, from the first filter offering them
+        (None when none does): a node not among them is certainly rejected, by that
+        filter or one before it."""
         skipped = state.skip_filter
         for predicate in self.profile.predicates:
             plugin = predicate.plugin

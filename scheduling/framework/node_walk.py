@@ -7,7 +7,7 @@ by node would. For each batch it reads what is kept (``KeptVerdicts``), asks the
 only of the nodes with nothing kept, in walk order, and keeps what they said: one path,
 whether a verdict comes from a node's memo, the shape's column or the plugins.
 
-Given a ``Screen``, a node it fails is not asked at all: it is certainly rejected, and
+Given a ``Screen``, a node outside it is not asked at all: it is certainly rejected, and
 only which filter rejects it first is left unknown (``SCREENED``). The walk stops after
 the same node and finds the same feasible nodes; only the rejected nodes' reasons are
 missing, which the caller asks for again when it needs them (``Scheduler.find_feasible``).
@@ -110,6 +110,11 @@ def _judge_unknown(
     over, named in the decision, and the walk goes on). The nodes with a kept verdict
     are found by list.index (in C), never walked in Python. Returns the index of the
     first node whose filter erred (the walk ends there), else None."""
+    if screen is not None:
+        verdicts[:] = [
+            SCREENED if verdict is UNKNOWN and info.name not in screen else verdict
+            for verdict, info in zip(verdicts, batch, strict=True)
+        ]
     index = -1
     while True:
         try:
@@ -117,9 +122,6 @@ def _judge_unknown(
         except ValueError:
             return None
         info = batch[index]
-        if screen is not None and not screen(info):
-            verdicts[index] = SCREENED
-            continue
         try:
             verdict: Any = framework.run_filter_plugins_with_nominated_pods(
                 checks, state, pod, info

@@ -10,7 +10,7 @@ plugin, PrioritizeVolumes, which reads this plugin's per-node findings.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from volsched.cache.cluster import ClusterCache
@@ -159,15 +159,26 @@ class VolumeBinding:
         # in Filter, whose reason names it.
         return None, SUCCESS
 
-    def screen(self, state: CycleState, pod: Pod) -> Callable[[NodeInfo], bool] | None:
-        """For a pod with only bound claims, the nodes their PVs allow: upstream checks
-        every other node too (1.36 narrows nothing in PreFilter), and rejects each —
-        a StatefulSet's pod on local PVs is rejected by all nodes but one."""
+    def screen(self, state: CycleState, pod: Pod) -> set[str] | None:
+        """For a pod with only bound claims, the nodes all their PVs reach (the PV
+        index keeps each PV's nodes as nodes and PVs change): upstream checks every
+        other node too (1.36 narrows nothing in PreFilter) and rejects each — a
+        StatefulSet's pod on local PVs is rejected by all nodes but one. None when the
+        pod has unbound claims or no bound PV with node affinity."""
         data: VolumeBindingState | None = state.read(NAME)
-        if data is None or data.cycle.claims.unbound_delayed or not data.cycle.bound_pvs:
+        if data is None or data.cycle.claims.unbound_delayed:
             return None
-        cycle = data.cycle
-        return lambda node: bound_problem(cycle, node) is None
+        allowed: set[str] | None = None
+        for pv in data.cycle.bound_pvs:
+            if pv is None:
+                return set()  # a claim bound to a missing PV: no node will do
+            if pv.node_affinity is None:
+                continue
+            reached = self.cluster.pv_index.nodes_of(pv.meta.name)
+            if reached is None:
+                return None  # not indexed: no screen rather than a wrong one
+            allowed = set(reached) if allowed is None else allowed & reached
+        return allowed
 
     # -- Filter ----------------------------------------------------------------------
 

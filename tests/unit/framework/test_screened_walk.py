@@ -27,12 +27,20 @@ def scheduler(objects: list[dict[str, Any]], seed: int = 1) -> Scheduler:
     return Scheduler(cache, profile, random.Random(seed))
 
 
-def bound_pod(name: str, pv_node: str, cpu: str = "500m") -> list[dict[str, Any]]:
-    """A pod with one claim bound to a local PV on ``pv_node``."""
+def bound_pod(
+    name: str, pv_node: str | None, cpu: str = "500m", pv_exists: bool = True
+) -> list[dict[str, Any]]:
+    """A pod with one claim bound to a PV: local on ``pv_node``, or reachable from every
+    node (None), or missing."""
+    volume = pv(
+        f"pv-{name}",
+        "1Gi",
+        node_names=[pv_node] if pv_node else None,
+        claim=("default", f"c-{name}"),
+        phase="Bound",
+    )
     return [
-        pv(
-            f"pv-{name}", "1Gi", node_names=[pv_node], claim=("default", f"c-{name}"), phase="Bound"
-        ),
+        *([volume] if pv_exists else []),
         pvc(f"c-{name}", volume_name=f"pv-{name}", bound=True),
         pod(name, cpu=cpu, claims=[f"c-{name}"]),
     ]
@@ -108,7 +116,9 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         name = f"p{index}"
         cpu = f"{draw(st.sampled_from([100, 500, 1000, 2000]))}m"
         if draw(st.booleans()):
-            objects.extend(bound_pod(name, draw(st.sampled_from([*names, "gone"])), cpu))
+            pv_node = draw(st.sampled_from([*names, "gone", None]))
+            exists = draw(st.integers(0, 5)) > 0
+            objects.extend(bound_pod(name, pv_node, cpu, pv_exists=exists))
         else:
             objects.append(pod(name, cpu=cpu))
     return objects
