@@ -28,14 +28,14 @@ def scheduler(objects: list[dict[str, Any]], seed: int = 1) -> Scheduler:
 
 
 def bound_pod(
-    name: str, pv_node: str | None, cpu: str = "500m", pv_exists: bool = True
+    name: str, pv_nodes: list[str] | None, cpu: str = "500m", pv_exists: bool = True
 ) -> list[dict[str, Any]]:
-    """A pod with one claim bound to a PV: local on ``pv_node``, or reachable from every
+    """A pod with one claim bound to a PV: reachable from ``pv_nodes``, or from every
     node (None), or missing."""
     volume = pv(
         f"pv-{name}",
         "1Gi",
-        node_names=[pv_node] if pv_node else None,
+        node_names=pv_nodes,
         claim=("default", f"c-{name}"),
         phase="Bound",
     )
@@ -72,7 +72,7 @@ TAINT = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
 
 
 def test_a_placed_pod_asks_no_filter_of_the_nodes_its_pv_rules_out() -> None:
-    objects = [*NODES, *bound_pod("web-0", "n3")]
+    objects = [*NODES, *bound_pod("web-0", ["n3"])]
     asked, screened = scheduler(objects), scheduler(objects)
     pending = parse_pod(objects[-1])
     full = asked.find_node(pending)
@@ -86,7 +86,7 @@ def test_a_placed_pod_asks_no_filter_of_the_nodes_its_pv_rules_out() -> None:
 
 def test_a_pod_that_fits_nowhere_gets_every_nodes_reason() -> None:
     tainted = [node(f"n{i}", cpu="2", taints=TAINT if i == 3 else None) for i in range(5)]
-    objects = [*tainted, *bound_pod("web-0", "n3")]
+    objects = [*tainted, *bound_pod("web-0", ["n3"])]
     asked, screened = scheduler(objects), scheduler(objects)
     pending = parse_pod(objects[-1])
     full = asked.find_node(pending)
@@ -116,9 +116,13 @@ def clusters(draw: st.DrawFn) -> list[dict[str, Any]]:
         name = f"p{index}"
         cpu = f"{draw(st.sampled_from([100, 500, 1000, 2000]))}m"
         if draw(st.booleans()):
-            pv_node = draw(st.sampled_from([*names, "gone", None]))
+            reach = draw(
+                st.one_of(
+                    st.none(), st.lists(st.sampled_from([*names, "gone"]), min_size=1, max_size=3)
+                )
+            )
             exists = draw(st.integers(0, 5)) > 0
-            objects.extend(bound_pod(name, pv_node, cpu, pv_exists=exists))
+            objects.extend(bound_pod(name, reach, cpu, pv_exists=exists))
         else:
             objects.append(pod(name, cpu=cpu))
     return objects
