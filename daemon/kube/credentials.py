@@ -39,6 +39,8 @@ TOKEN_REREAD_SECONDS = 60.0
 # A bearer token is a few KiB at most; a file of more is not one.
 MAX_TOKEN_BYTES = 64 * 1024
 PLUGIN_FIELDS = ("exec", "auth-provider")
+# Certificate or key material: (the decoded data, a file's path), at most one given.
+Source = tuple[bytes | None, str | None]
 
 
 def credentials_error(where: str, problem: str) -> ConfigError:
@@ -127,34 +129,18 @@ def from_kubeconfig(
         value = field(section, at, name, str)
         return str(base / value) if value else None
 
+    def data_or_file(section: Mapping[str, Any], at: str, name: str) -> Source:
+        """kubectl's ``NAME-data`` (base64, preferred) and ``NAME`` (a file path)."""
+        text = field(section, at, f"{name}-data", str)
+        return _data(text, where, f"{at}.{name}-data"), path(section, at, name)
+
     tls = None
     if server.startswith("https:"):
         tls = _tls(
             where,
-            authority=(
-                _data(
-                    field(cluster, at_cluster, "certificate-authority-data", str),
-                    where,
-                    f"{at_cluster}.certificate-authority-data",
-                ),
-                path(cluster, at_cluster, "certificate-authority"),
-            ),
-            certificate=(
-                _data(
-                    field(user, at_user, "client-certificate-data", str),
-                    where,
-                    f"{at_user}.client-certificate-data",
-                ),
-                path(user, at_user, "client-certificate"),
-            ),
-            key=(
-                _data(
-                    field(user, at_user, "client-key-data", str),
-                    where,
-                    f"{at_user}.client-key-data",
-                ),
-                path(user, at_user, "client-key"),
-            ),
+            authority=data_or_file(cluster, at_cluster, "certificate-authority"),
+            certificate=data_or_file(user, at_user, "client-certificate"),
+            key=data_or_file(user, at_user, "client-key"),
             verify=not field(cluster, at_cluster, "insecure-skip-tls-verify", bool),
         )
     return Credentials(
@@ -216,11 +202,7 @@ def _data(value: str | None, where: str, at: str) -> bytes | None:
 
 
 def _tls(
-    where: str,
-    authority: tuple[bytes | None, str | None],
-    certificate: tuple[bytes | None, str | None],
-    key: tuple[bytes | None, str | None],
-    verify: bool,
+    where: str, authority: Source, certificate: Source, key: Source, verify: bool
 ) -> ssl.SSLContext:
     """The TLS context: the kubeconfig's CA (else the system's), its client certificate,
     and no verification only where the kubeconfig says so. Data wins over a file, as in
@@ -241,16 +223,12 @@ def _tls(
     return context
 
 
-def _load_chain(
-    context: ssl.SSLContext,
-    certificate: tuple[bytes | None, str | None],
-    key: tuple[bytes | None, str | None],
-) -> None:
+def _load_chain(context: ssl.SSLContext, certificate: Source, key: Source) -> None:
     """``load_cert_chain`` reads files only: data goes through a private directory that
     is removed as soon as the chain is loaded."""
     with tempfile.TemporaryDirectory(prefix="volsched-credentials-") as private:
 
-        def as_file(pair: tuple[bytes | None, str | None], name: str) -> str | None:
+        def as_file(pair: Source, name: str) -> str | None:
             if pair[0] is None:
                 return pair[1]
             target = Path(private) / name
