@@ -101,7 +101,7 @@ class Credentials:
 def needs_plugin(data: Mapping[str, Any], context: str | None) -> bool:
     """Whether the context's user is authenticated by a plugin only kubernetes-asyncio
     runs (an ``exec`` command or an ``auth-provider``)."""
-    user = _section(data, "users", "user", _context(data, context).get("user"))
+    user = entry_body(data, "users", "user", _context(data, context).get("user"))
     return any(user.get(field) for field in PLUGIN_FIELDS)
 
 
@@ -113,9 +113,9 @@ def from_kubeconfig(
     ``base``. Every problem is one ``ConfigError`` naming ``where`` and the field."""
     chosen = _context(data, context)
     cluster_name = chosen.get("cluster")
-    cluster = _section(data, "clusters", "cluster", cluster_name)
+    cluster = entry_body(data, "clusters", "cluster", cluster_name)
     user_name = chosen.get("user")
-    user = _section(data, "users", "user", user_name)
+    user = entry_body(data, "users", "user", user_name)
     at_cluster, at_user = f"clusters[{cluster_name}].cluster", f"users[{user_name}].user"
     server = str(cluster.get("server") or "")
 
@@ -173,23 +173,25 @@ def in_cluster(environ: Mapping[str, str], account: Path = SERVICE_ACCOUNT) -> C
     return Credentials(f"https://{host}:{port}", tls, None, None, token)
 
 
-def _context(data: Mapping[str, Any], context: str | None) -> Mapping[str, Any]:
-    name = context or data.get("current-context")
-    for entry in data.get("contexts") or []:
-        if isinstance(entry, Mapping) and entry.get("name") == name:
-            body = entry.get("context")
-            return body if isinstance(body, Mapping) else {}
-    return {}
-
-
-def _section(data: Mapping[str, Any], plural: str, key: str, name: object) -> Mapping[str, Any]:
-    """The body of the named cluster or user ({} when there is none: a context without
-    a user is anonymous)."""
+def named_entry(data: Mapping[str, Any], plural: str, name: object) -> Mapping[str, Any] | None:
+    """The first entry of a kubeconfig list (``clusters``, ``contexts``, ``users``) with
+    that name, as kubectl picks it; None when there is none."""
     for entry in data.get(plural) or []:
         if isinstance(entry, Mapping) and entry.get("name") == name:
-            body = entry.get(key)
-            return body if isinstance(body, Mapping) else {}
-    return {}
+            return entry
+    return None
+
+
+def _context(data: Mapping[str, Any], context: str | None) -> Mapping[str, Any]:
+    return entry_body(data, "contexts", "context", context or data.get("current-context"))
+
+
+def entry_body(data: Mapping[str, Any], plural: str, key: str, name: object) -> Mapping[str, Any]:
+    """The body of the named context, cluster or user ({} when there is none: a context
+    without a user is anonymous)."""
+    entry = named_entry(data, plural, name)
+    body = entry.get(key) if entry is not None else None
+    return body if isinstance(body, Mapping) else {}
 
 
 def _data(value: str | None, where: str, at: str) -> bytes | None:

@@ -28,8 +28,10 @@ from volsched.cache.yaml_limits import YamlLimitError, load_one
 from volsched.daemon.kube.connection import Connection
 from volsched.daemon.kube.credentials import (
     credentials_error,
+    entry_body,
     from_kubeconfig,
     in_cluster,
+    named_entry,
     needs_plugin,
 )
 
@@ -106,32 +108,27 @@ def _context_cluster(
     """The name and body of a context's cluster, both required."""
     if not current:
         raise fail("no current-context is set; give --context")
-    contexts = [c for c in data.get("contexts") or [] if isinstance(c, Mapping)]
-    entry = next((c for c in contexts if c.get("name") == current), None)
+    entry = named_entry(data, "contexts", current)
     if entry is None:
         raise fail(f'context "{current}" does not exist')
     context = entry.get("context")
     if not isinstance(context, Mapping):
         raise fail(f"contexts[{current}].context: must be a mapping")
     name = context.get("cluster")
-    clusters = [c for c in data.get("clusters") or [] if isinstance(c, Mapping)]
-    for cluster in clusters:
-        if cluster.get("name") == name:
-            return str(name), cluster.get("cluster", {})
-    raise fail(f'context "{current}" names cluster "{name}", which does not exist')
+    cluster = named_entry(data, "clusters", name)
+    if cluster is None:
+        raise fail(f'context "{current}" names cluster "{name}", which does not exist')
+    return str(name), cluster.get("cluster", {})
 
 
 def _check_user(
     data: Mapping[str, Any], current: object, fail: Callable[[str], ConfigError]
 ) -> None:
     """A context may name no user (anonymous requests), but not one that is missing."""
-    contexts = [c for c in data.get("contexts") or [] if isinstance(c, Mapping)]
-    context = next(c["context"] for c in contexts if c.get("name") == current)
-    name = context.get("user")
+    name = entry_body(data, "contexts", "context", current).get("user")
     if name in (None, ""):
         return
-    users = [u for u in data.get("users") or [] if isinstance(u, Mapping)]
-    user = next((u for u in users if u.get("name") == name), None)
+    user = named_entry(data, "users", name)
     if user is None:
         raise fail(f'context "{current}" names user "{name}", which does not exist')
     if not isinstance(user.get("user") or {}, Mapping):
