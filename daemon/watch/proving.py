@@ -172,6 +172,13 @@ async def prove_kind(
             if not attempt:
                 await asyncio.sleep(RECHECK_SECONDS)
             continue
+        if relisting_is_sooner(
+            costs, len(listed[0]), differences(cluster, watcher.kind, listed[0])
+        ):
+            # Mostly replaced while the daemon was down, seen only now the list is in
+            # (it came after the load): the watch still has most of it to bring.
+            await relist(watcher)
+            return Proof.RELIST
         # A list that differs is usually one the watch is still catching up to: it
         # matches once the watch has applied the changes up to the list's version.
         waiting = RECHECK_SECONDS if not attempt else 0.0

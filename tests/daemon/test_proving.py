@@ -310,3 +310,36 @@ async def test_a_kind_replaced_while_down_is_relisted_at_once(
     assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
     # At once: no second metadata list after a wait for the watch.
     assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1
+
+
+async def test_a_kind_replaced_while_down_is_relisted_when_its_late_list_shows_it(
+    server: ApiServer, client: KubeClient
+) -> None:
+    """As above, but the prefetched list is still on its way when the load is done (the
+    API server is busy): the kind waits for it, and once it shows the kind mostly
+    replaced, relists rather than letting the watch bring every change."""
+    server.load([node(f"old-{i}") for i in range(4)])
+    cluster, ingest, resume_from = await stored_nodes(client)
+    async with aiohttp.ClientSession(server.url) as session:
+        for i in range(4):
+            async with session.delete(f"/api/v1/nodes/old-{i}") as response:
+                assert response.status == 200
+    server.load([node(f"new-{i}") for i in range(4)])
+    server.faults.suppress_bookmarks()
+    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
+    watcher.catch_up_to(str(server.store.revision))
+    server.faults.delay_next("GET", r"/api/v1/nodes\?limit", 0.3)
+    prefetch = MetadataPrefetch(client, CHECK_FIRST, ["Node"])
+    await asyncio.sleep(0.05)
+    assert prefetch.pending("Node")
+    relisted: list[str] = []
+
+    async def relist(w: KindWatcher) -> None:
+        relisted.append(w.kind)
+
+    try:
+        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist, prefetch)
+    finally:
+        await prefetch.close()
+    assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
+    assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1
