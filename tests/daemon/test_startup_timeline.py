@@ -101,3 +101,35 @@ def test_the_daemon_starts_without_what_its_first_cycle_does_not_use() -> None:
     ).stdout.split()
     late = ("jinja2", "opentelemetry.sdk", "cryptography", "alembic", "kubernetes_asyncio")
     assert [name for name in loaded if name.startswith(late)] == []
+
+
+@pytest.mark.parametrize(
+    ("command", "daemon_thresholds"), [("run", True), ("simulate", False), ("demo", False)]
+)
+def test_the_daemon_imports_under_its_own_collector_thresholds(
+    command: str, daemon_thresholds: bool
+) -> None:
+    """``volsched run`` sets the collector thresholds it schedules with before it imports
+    anything of the daemon (the imports and first lists paid for collections that freed
+    nothing); a one-shot command keeps the interpreter's."""
+    from volsched.daemon.runtime.interpreter import GC_THRESHOLDS
+
+    # The command line stands in for volsched's own, to see the thresholds it runs under.
+    shown = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gc, sys, types\n"
+            "stand_in = types.ModuleType('volsched.daemon.cli.main')\n"
+            "stand_in.main = lambda: print(*gc.get_threshold()) or 0\n"
+            "sys.modules['volsched.daemon.cli.main'] = stand_in\n"
+            f"sys.argv = ['volsched', {command!r}]\n"
+            "from volsched.entry import main\n"
+            "main()\n",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    thresholds = tuple(int(n) for n in shown)
+    assert (thresholds == GC_THRESHOLDS) is daemon_thresholds
