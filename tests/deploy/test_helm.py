@@ -278,23 +278,27 @@ def test_the_service_monitors_token_comes_from_a_service_account_token_secret(
     assert ("Secret", "obs", "volsched-metrics-token") not in old
 
 
+# The chart's ServiceMonitor as each of its values shapes it, checked against
+# prometheus-operator's API here (its typed model) and on a real kube-apiserver
+# (tests/controlplane/test_service_monitor_api.py).
+SERVICE_MONITOR_VARIANTS = {
+    "defaults": (),
+    "unchecked": ("--set", "serviceMonitor.tlsConfig.insecureSkipVerify=true"),
+    "ca from a config map": (
+        "--set",
+        "serviceMonitor.tlsConfig.ca.configMap.name=ca",
+        "--set",
+        "serviceMonitor.tlsConfig.ca.configMap.key=ca.pem",
+    ),
+    "token file": (
+        "--set",
+        "serviceMonitor.bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token",
+    ),
+}
+
+
 @pytest.mark.parametrize(
-    "options",
-    [
-        (),
-        ("--set", "serviceMonitor.tlsConfig.insecureSkipVerify=true"),
-        (
-            "--set",
-            "serviceMonitor.tlsConfig.ca.configMap.name=ca",
-            "--set",
-            "serviceMonitor.tlsConfig.ca.configMap.key=ca.pem",
-        ),
-        (
-            "--set",
-            "serviceMonitor.bearerTokenFile=/var/run/secrets/kubernetes.io/serviceaccount/token",
-        ),
-    ],
-    ids=["defaults", "unchecked", "ca from a config map", "token file"],
+    "options", SERVICE_MONITOR_VARIANTS.values(), ids=SERVICE_MONITOR_VARIANTS.keys()
 )
 def test_the_service_monitor_fits_prometheus_operators_api(
     helm: Path, options: tuple[str, ...]
