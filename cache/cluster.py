@@ -80,6 +80,8 @@ class ClusterCache:
         self.workload_sets = self.plain.workload_sets
         self.priority_classes = self.plain.priority_classes
         self.disruption_budgets = self.plain.disruption_budgets
+        self.device_classes = self.plain.device_classes
+        self.resource_claims = self.plain.resource_claims
         # volsched's and Longhorn's storage objects, each in the store of its owner.
         self.storage = StorageObjects()
         self.replicas_by_volume = self.storage.replicas_by_volume

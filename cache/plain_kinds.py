@@ -1,7 +1,8 @@
 """The kinds the cache keeps as the API server sent them: one map each, no index.
 
 StorageClasses, CSI objects, Services, Namespaces, ReplicaSets and StatefulSets,
-PriorityClasses, PodDisruptionBudgets, and any kind registered by name only: nothing is
+PriorityClasses, PodDisruptionBudgets, dynamic resource allocation's DeviceClasses and
+ResourceClaims, and any kind registered by name only: nothing is
 assumed over them and nothing is derived from them at ingestion, so a plain map per kind
 is all they need. ReplicaSets and StatefulSets share one map (selector spreading reads
 both), keyed by kind and key so the two never collide.
@@ -13,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import Any
 
+from volsched.cache.objects.dra import DeviceClass, ResourceClaim
 from volsched.cache.objects.policy import PodDisruptionBudget
 from volsched.cache.objects.storage import (
     CSIDriver,
@@ -38,6 +40,8 @@ class PlainKinds:
         self.workload_sets: dict[tuple[str, str], WorkloadSet] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.disruption_budgets: dict[str, PodDisruptionBudget] = {}
+        self.device_classes: dict[str, DeviceClass] = {}
+        self.resource_claims: dict[str, ResourceClaim] = {}
         # Kinds registered by name only (see ``cache.objects.registry.register``).
         self.custom: dict[str, dict[str, Any]] = defaultdict(dict)
         self._stores: dict[str, dict[Any, Any]] = {
@@ -51,6 +55,8 @@ class PlainKinds:
             "StatefulSet": self.workload_sets,
             "PriorityClass": self.priority_classes,
             "PodDisruptionBudget": self.disruption_budgets,
+            "DeviceClass": self.device_classes,
+            "ResourceClaim": self.resource_claims,
         }
 
     def _store(self, kind: str) -> dict[Any, Any]:

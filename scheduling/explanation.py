@@ -19,8 +19,6 @@ from volsched.cache.node_info import NodeInfo
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.profile import Profile
 from volsched.scheduling.framework.runner import Decision, Scheduler
-from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
-from volsched.scheduling.plugins.scheduling_gates import is_gated
 from volsched.scheduling.plugins.volume_binding import rejection_details
 from volsched.scheduling.preemption.post_filter import Preemptor
 from volsched.scheduling.simulation import PodOutcome, claim_outcomes
@@ -32,9 +30,10 @@ def explain_pod(serving: Scheduler, pod: Pod, seed: int = 0) -> PodOutcome:
     A scheduler of its own runs the cycle (same cache, profile and nominated pods), so
     the serving scheduler's round-robin start node and random ties are not moved by a
     question; nothing is reserved or assumed, and the PostFilter is only a dry run."""
-    if is_gated(pod):
-        # PreEnqueue: a gated pod is never attempted.
-        return PodOutcome(Decision(pod, message=GATED_MESSAGE))
+    held = serving.profile.hold(pod)
+    if held is not None:
+        # PreEnqueue: a held pod is never attempted.
+        return PodOutcome(Decision(pod, message=held.message))
     asking = Scheduler(serving.cluster, serving.profile, random.Random(seed), serving.clock_ns)
     asking.nominated = serving.nominated
     decision = asking.find_node_nominated_first(pod)

@@ -14,8 +14,6 @@ from typing import Any
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Pod
 from volsched.scheduling.framework.runner import Decision, Scheduler
-from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
-from volsched.scheduling.plugins.scheduling_gates import is_gated
 from volsched.scheduling.plugins.volume_binding import assumed_volumes
 from volsched.scheduling.preemption.post_filter import Preemption, Preemptor
 from volsched.scheduling.queue_order import in_queue_order
@@ -104,11 +102,12 @@ def simulate(
     outcomes = []
     preemptors: dict[int, Preemptor] = {}
     for pod in pending_pods(cluster, scheduler_name):
-        if is_gated(pod):
-            # PreEnqueue: never attempted, takes nothing, touches no volume.
-            outcomes.append(PodOutcome(Decision(pod, message=GATED_MESSAGE)))
-            continue
         chosen = scheduler_for(scheduler, pod)
+        held = chosen.profile.hold(pod)
+        if held is not None:
+            # PreEnqueue: never attempted, takes nothing, touches no volume.
+            outcomes.append(PodOutcome(Decision(pod, message=held.message)))
+            continue
         preemptor = preemptors.get(id(chosen))
         if preemptor is None:
             preemptor = preemptors[id(chosen)] = Preemptor(chosen)

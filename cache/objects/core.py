@@ -105,6 +105,17 @@ class HostPort:
 
 
 @dataclass(frozen=True, slots=True)
+class PodResourceClaim:
+    """One entry of ``spec.resourceClaims``: a ResourceClaim named outright, or one the
+    resource claim controller makes from a template and names in the pod's
+    ``status.resourceClaimStatuses``."""
+
+    name: str
+    claim_name: str | None = None
+    template_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PodVolume:
     """One entry of ``spec.volumes``.
 
@@ -166,8 +177,10 @@ class Pod(NamespacedView):
     # The references of spec.volumes[].image: ImageLocality counts them as images, though
     # not as containers.
     image_volumes: tuple[str, ...] = ()
-    # The names in spec.resourceClaims (DynamicResources: volsched allocates none).
-    resource_claims: tuple[str, ...] = ()
+    # spec.resourceClaims, and the claim made for each templated one (None: the
+    # controller decided the pod needs none) from status.resourceClaimStatuses.
+    resource_claims: tuple[PodResourceClaim, ...] = ()
+    resource_claim_statuses: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -496,8 +509,32 @@ def parse_pod(raw: Raw) -> Pod:
             for volume in spec.items("volumes")
             if (reference := volume.sub("image").str("reference"))
         ),
-        resource_claims=tuple(claim.str("name") for claim in spec.items("resourceClaims")),
+        resource_claims=_resource_claims(spec),
+        resource_claim_statuses=_resource_claim_statuses(status),
     )
+
+
+def _resource_claims(spec: Fields) -> tuple[PodResourceClaim, ...]:
+    claims = []
+    for item in spec.items("resourceClaims"):
+        name = item.str("name")
+        if not name:
+            raise item.fail("name", "is required")
+        claim_name = item.opt_str("resourceClaimName")
+        template_name = item.opt_str("resourceClaimTemplateName")
+        if (claim_name is None) == (template_name is None):
+            raise item.fail(
+                "", "must have exactly one of resourceClaimName and resourceClaimTemplateName"
+            )
+        claims.append(PodResourceClaim(name, claim_name, template_name))
+    return tuple(claims)
+
+
+def _resource_claim_statuses(status: Fields) -> dict[str, str | None]:
+    return {
+        item.str("name"): item.opt_str("resourceClaimName")
+        for item in status.items("resourceClaimStatuses")
+    }
 
 
 def parse_pod_after(raw: Raw, previous: Pod, previous_spec: object) -> Pod:
@@ -529,6 +566,7 @@ def parse_pod_after(raw: Raw, previous: Pod, previous_spec: object) -> Pod:
         nominated_node_name=status.str("nominatedNodeName"),
         start_time=status.timestamp("startTime"),
         disruption_reason=_disruption_reason(status),
+        resource_claim_statuses=_resource_claim_statuses(status),
     )
 
 

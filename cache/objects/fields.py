@@ -66,6 +66,8 @@ class Fields:
         return ObjectError(self.kind, self.name, self._at(key), problem)
 
     def _at(self, key: builtins.str) -> builtins.str:
+        if not key:
+            return self.path or "(object)"
         return f"{self.path}.{key}" if self.path else key
 
     def has(self, key: builtins.str) -> builtins.bool:

@@ -100,10 +100,13 @@ _SHAPES: dict[str, Mapping[str, Shape]] = {
             "tolerations": KEEP,
             "topologySpreadConstraints": KEEP,
             "schedulingGates": KEEP,
-            "resourceClaims": [{"name": KEEP}],
+            "resourceClaims": [
+                {"name": KEEP, "resourceClaimName": KEEP, "resourceClaimTemplateName": KEEP}
+            ],
         },
         "status": {
             "phase": KEEP,
+            "resourceClaimStatuses": KEEP,
             "conditions": _CONDITIONS,
             "nominatedNodeName": KEEP,
             "startTime": KEEP,
@@ -163,6 +166,21 @@ _SHAPES: dict[str, Mapping[str, Shape]] = {
     "PodDisruptionBudget": {
         "spec": {"selector": KEEP},
         "status": {"disruptedPods": KEEP, "disruptionsAllowed": KEEP},
+    },
+    "DeviceClass": {},
+    "ResourceClaim": {
+        "spec": {
+            "devices": {
+                "requests": [
+                    {
+                        "name": KEEP,
+                        "exactly": {"deviceClassName": KEEP},
+                        "firstAvailable": [{"name": KEEP, "deviceClassName": KEEP}],
+                    }
+                ]
+            }
+        },
+        "status": {"allocation": {"nodeSelector": KEEP}, "reservedFor": [{"uid": KEEP}]},
     },
     "StorageNode": {
         "spec": {

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from volsched.cache.objects.core import parse_node, parse_pod
+from volsched.cache.objects.dra import API_VERSION as DRA_API_VERSION
+from volsched.cache.objects.dra import parse_device_class, parse_resource_claim
 from volsched.cache.objects.fields import Raw
 from volsched.cache.objects.longhorn import API_VERSION as LONGHORN_API_VERSION
 from volsched.cache.objects.longhorn import (
@@ -91,6 +93,8 @@ KINDS: dict[str, KindInfo] = {
             True,
             parse_pod_disruption_budget,
         ),
+        KindInfo("DeviceClass", DRA_API_VERSION, "deviceclasses", False, parse_device_class),
+        KindInfo("ResourceClaim", DRA_API_VERSION, "resourceclaims", True, parse_resource_claim),
         KindInfo("StorageNode", REPLICATED_API_VERSION, "storagenodes", False, parse_storage_node),
         KindInfo("Volume", REPLICATED_API_VERSION, "volumes", False, parse_volume),
         KindInfo("Replica", REPLICATED_API_VERSION, "replicas", False, parse_replica),

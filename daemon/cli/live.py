@@ -52,7 +52,7 @@ from volsched.daemon.kube.kubeconfig_merging import (
     load_kubeconfig,
 )
 from volsched.daemon.kube.resources import resource
-from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS
+from volsched.daemon.watch.watching import OPTIONAL_KINDS, WATCHED_KINDS
 
 Raw = dict[str, Any]
 
@@ -158,11 +158,11 @@ async def list_cluster(
     objects: list[Raw] = []
     served: dict[str, frozenset[str]] = {}
     try:
-        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+        for kind in WATCHED_KINDS:
             info = KINDS[kind]
             try:
-                if kind in STORAGE_KINDS:
-                    # A CRD that is not installed is nothing to read, not an error.
+                if kind in OPTIONAL_KINDS:
+                    # A CRD that is not installed, or an API group not served, is nothing to read, not an error.
                     if info.api_version not in served:
                         served[info.api_version] = await served_resources(
                             client, info.api_version, limits

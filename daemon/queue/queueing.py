@@ -24,19 +24,11 @@ from functools import partial
 from typing import Any
 
 from volsched.cache.objects.core import Pod
+from volsched.daemon.queue.held import HeldPods, QueuedPod
 from volsched.daemon.queue.in_flight import InFlight
 from volsched.scheduling.framework.events import ASSIGNED_POD_DELETE, ClusterEvent, as_placed
+from volsched.scheduling.framework.pre_enqueue import Hold, hold_of
 from volsched.scheduling.framework.requeue import RequeueTable
-from volsched.scheduling.plugins.scheduling_gates import is_gated
-
-
-@dataclass(slots=True)
-class QueuedPod:
-    pod: Pod
-    attempts: int = 0
-    failed_plugins: frozenset[str] = frozenset()
-    unschedulable_since: float = 0.0
-    backoff_until: float = 0.0
 
 
 @dataclass(slots=True)
@@ -56,6 +48,7 @@ class SchedulingQueue:
         backoff_max_seconds: float = 10.0,
         unschedulable_flush_seconds: float = 300.0,
         requeue: RequeueTable | None = None,
+        hold: Callable[[Pod], Hold | None] = hold_of,
     ) -> None:
         self._priority_of = priority_of
         # Built from the profiles' plugins; without one no event moves anything (the
@@ -70,9 +63,9 @@ class SchedulingQueue:
         self._active_keys: set[str] = set()
         self._backoff: dict[str, QueuedPod] = {}
         self._unschedulable: dict[str, QueuedPod] = {}
-        # PreEnqueue: pods with scheduling gates wait here, never in the active queue.
-        self._gated: dict[str, QueuedPod] = {}
-        self.on_gated: Callable[[Pod], None] | None = None
+        # PreEnqueue: pods a check holds (scheduling gates, claims not there yet) wait
+        # here, never in the active queue (``held.on_gated`` hears of gated ones).
+        self.held = HeldPods(hold)
         # Pods popped and not yet done, requeued or failed, and the events meanwhile.
         self.in_flight = InFlight()
         self._seq = itertools.count()
@@ -86,7 +79,7 @@ class SchedulingQueue:
             "active": len(self._active_keys),
             "backoff": len(self._backoff),
             "unschedulable": len(self._unschedulable),
-            "gated": len(self._gated),
+            "gated": len(self.held),
         }
 
     def __contains__(self, key: str) -> bool:
@@ -99,6 +92,8 @@ class SchedulingQueue:
         self._backoff.pop(key, None)
         self._unschedulable.pop(key, None)
         if key in self._active_keys:
+            return
+        if self._held_back(entry, event):
             return
         pod = entry.pod
         heapq.heappush(
@@ -118,21 +113,16 @@ class SchedulingQueue:
             return
         entry = QueuedPod(pod)
         self._entries[key] = entry
-        if is_gated(pod):
-            self._gate(entry, "PodAdd")
-            return
-        if key not in self.in_flight:
+        if key in self.in_flight:
+            self._held_back(entry, "PodAdd")
+        else:
             self._push_active(entry, "PodAdd")
 
-    def _gate(self, entry: QueuedPod, event: str) -> None:
-        self._gated[entry.pod.meta.key] = entry
-        self.stats.count("gated", event)
-        if self.on_gated is not None:
-            self.on_gated(entry.pod)
-
-    def gated_pods(self) -> list[Pod]:
-        """The pods PreEnqueue keeps out for their scheduling gates."""
-        return [entry.pod for entry in self._gated.values()]
+    def _held_back(self, entry: QueuedPod, event: str) -> bool:
+        held, arrived = self.held.check(entry)
+        if arrived:
+            self.stats.count("gated", event)
+        return held
 
     def update(self, pod: Pod) -> None:
         """A pending pod changed: an unschedulable one gets another chance now."""
@@ -142,11 +132,9 @@ class SchedulingQueue:
             self.add(pod)
             return
         entry.pod = pod
-        if key in self._gated:
-            if not is_gated(pod):
-                # The last gate was removed: schedule it now.
-                del self._gated[key]
-                self._push_active(entry, "PodUpdate")
+        if key in self.held:
+            # The last gate removed, its claims named: checked again, active if let in.
+            self._push_active(entry, "PodUpdate")
             return
         if key in self._unschedulable:
             self._move(entry, "PodUpdate")
@@ -156,7 +144,7 @@ class SchedulingQueue:
         self._entries.pop(key, None)
         self._backoff.pop(key, None)
         self._unschedulable.pop(key, None)
-        self._gated.pop(key, None)
+        self.held.forget(key)
         self._active_keys.discard(key)
 
     # -- after a cycle ---------------------------------------------------------------
@@ -168,7 +156,7 @@ class SchedulingQueue:
         replaced = self.in_flight.finish(key, uid, entry.pod.meta.uid if entry else "")
         if entry is None or not replaced:
             return entry
-        if key not in self._gated:
+        if key not in self.held:
             self._push_active(entry, "PodAdd")
         return None
 
@@ -234,10 +222,13 @@ class SchedulingQueue:
         object before and after the change, for the plugins' hints); how many moved."""
         if self.in_flight.deciding and self.requeue.interested(event):
             self.in_flight.event(event, old, new)
-        if not self._unschedulable or not self.requeue.interested(event):
+        if not (self._unschedulable or self.held) or not self.requeue.interested(event):
             return 0
         moved = 0
         label = event.label
+        for entry in self.held.helped_by(self.requeue, event, old, new):
+            self._push_active(entry, label)
+            moved += entry.pod.meta.key in self._active_keys
         for entry in list(self._unschedulable.values()):
             if self.requeue.worth_requeueing(entry.pod, entry.failed_plugins, event, old, new):
                 self._move(entry, label)

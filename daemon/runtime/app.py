@@ -126,6 +126,7 @@ class Daemon:
             settings.backoff.max_seconds,
             settings.backoff.max_in_unschedulable_seconds,
             requeue=self.profiles.requeue_table(),
+            hold=self.profiles.hold,
         )
         self.changes = ChangeNotifier()
         self.ingest = Ingest(

@@ -30,7 +30,8 @@ from volsched.daemon.binding.preempting import Preempting
 from volsched.daemon.binding.reporting import Reporter
 from volsched.daemon.extenders.calling import ExtenderCalls
 from volsched.daemon.extenders.client import ExtenderError, Extenders
-from volsched.daemon.queue.queueing import QueuedPod, SchedulingQueue
+from volsched.daemon.queue.held import QueuedPod
+from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.runtime.loop import SchedulingLoop, admitted
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.watch.ingest import Ingest

@@ -12,7 +12,7 @@ from volsched.daemon.http.server import Check, HealthChecks
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.watch.cache_sync import CacheSync
-from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS
+from volsched.daemon.watch.watching import WATCHED_KINDS
 
 STUCK_LOOP_SECONDS = 30.0
 
@@ -32,7 +32,7 @@ def collect_gauges(
     for name, length in queue.lengths().items():
         metrics.pending_pods.labels(queue=name).set(length)
     metrics.sync_incoming(queue.stats.incoming)
-    for kind in (*CORE_KINDS, *STORAGE_KINDS):
+    for kind in WATCHED_KINDS:
         metrics.cache_objects.labels(kind=kind).set(sum(1 for _ in cluster.objects(kind)))
     metrics.assumed_objects.labels(kind="Pod").set(len(cluster.assumed_pods))
     metrics.assumed_objects.labels(kind="PersistentVolume").set(len(cluster.pvs.assumed_keys()))

@@ -24,7 +24,8 @@ from volsched.cache.objects.core import Pod
 from volsched.daemon.binding.binder import Binder, give_back
 from volsched.daemon.binding.preempting import Preempting
 from volsched.daemon.binding.reporting import Reporter
-from volsched.daemon.queue.queueing import QueuedPod, SchedulingQueue
+from volsched.daemon.queue.held import QueuedPod
+from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.telemetry.metrics import Metrics
 from volsched.daemon.telemetry.tracing import record_cycle
 from volsched.scheduling.framework.profiles import Profiles
@@ -155,7 +156,7 @@ class SchedulingLoop:
         self.gate: asyncio.Event = asyncio.Event()
         self.gate.set()
         self.stopping = False
-        queue.on_gated = self._gated
+        queue.held.on_gated = self._gated
 
     def _gated(self, pod: Pod) -> None:
         """PreEnqueue kept a gated pod out: make sure its condition says so (the API
@@ -167,7 +168,7 @@ class SchedulingLoop:
     def report_gated(self) -> None:
         """On becoming leader: the gated pods that arrived meanwhile get their condition
         (a standby writes nothing)."""
-        for pod in self.queue.gated_pods():
+        for pod in self.queue.held.gated_pods():
             self._gated(pod)
 
     @property

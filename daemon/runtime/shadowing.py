@@ -37,7 +37,8 @@ from volsched.daemon.http.extender import extender_routes
 from volsched.daemon.http.server import HealthChecks
 from volsched.daemon.http.shadow_report import shadow_routes
 from volsched.daemon.kube.client import KubeClient
-from volsched.daemon.queue.queueing import QueuedPod, SchedulingQueue
+from volsched.daemon.queue.held import QueuedPod
+from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.daemon.runtime.app import Daemon, DaemonOptions
 from volsched.daemon.runtime.health import health_checks
 from volsched.daemon.telemetry.metrics import Metrics

@@ -27,7 +27,7 @@ from volsched.daemon.watch.cluster_identity import discard_foreign_state
 from volsched.daemon.watch.ingest import Ingest
 from volsched.daemon.watch.proving import CatchUpProofs
 from volsched.daemon.watch.restart_plan import ProofCosts
-from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, KindWatcher, WatchSettings
+from volsched.daemon.watch.watching import OPTIONAL_KINDS, WATCHED_KINDS, KindWatcher, WatchSettings
 
 log = logging.getLogger("volsched")
 
@@ -152,7 +152,7 @@ class CacheSync:
             stored = await self.store.load()
         count = 0
         parsed = stored.snapshot
-        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+        for kind in WATCHED_KINDS:
             if parsed is not None:
                 texts = parsed.raw.get(kind, {})
                 for key, view in parsed.views.get(kind, {}).items():
@@ -211,7 +211,7 @@ class CacheSync:
 
     def _open_watches(self, resume: Mapping[str, str], loaded: asyncio.Event) -> None:
         self._opened_at = asyncio.get_running_loop().time()
-        for kind in (*CORE_KINDS, *STORAGE_KINDS):
+        for kind in WATCHED_KINDS:
             watcher = KindWatcher(
                 kind,
                 self.client,
@@ -220,7 +220,7 @@ class CacheSync:
                 self.watch,
                 resume_from=resume.get(kind, ""),
                 on_restart=self.on_restart,
-                optional=kind in STORAGE_KINDS,
+                optional=kind in OPTIONAL_KINDS,
                 apply_after=loaded,
             )
             self.watchers.append(watcher)

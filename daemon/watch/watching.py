@@ -58,6 +58,12 @@ VOLSCHED_STORAGE_KINDS = ("StorageNode", "Volume", "Replica")
 # Longhorn's own objects, read-only: Longhorn writes them, volsched follows them.
 LONGHORN_KINDS = ("LonghornNode", "LonghornVolume", "LonghornReplica", "LonghornSetting")
 STORAGE_KINDS = (*VOLSCHED_STORAGE_KINDS, *LONGHORN_KINDS)
+# Dynamic resource allocation's kinds (resource.k8s.io/v1, served from Kubernetes 1.34)
+# that DynamicResources reads to check a pod's claims.
+DRA_KINDS = ("DeviceClass", "ResourceClaim")
+# Kinds read where the API server serves them: a cluster without them has none to read.
+OPTIONAL_KINDS = (*DRA_KINDS, *STORAGE_KINDS)
+WATCHED_KINDS = (*CORE_KINDS, *OPTIONAL_KINDS)
 
 
 # Objects parsed between two yields to the event loop during a relist (~10 ms of work).

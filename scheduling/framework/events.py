@@ -84,6 +84,8 @@ SERVICE = "Service"
 STORAGE_NODE = "StorageNode"
 VOLUME = "Volume"
 REPLICA = "Replica"
+RESOURCE_CLAIM = "ResourceClaim"
+DEVICE_CLASS = "DeviceClass"
 # Registered for every resource (what a plugin that declares nothing gets).
 WILDCARD = "*"
 

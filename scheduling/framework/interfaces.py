@@ -21,6 +21,14 @@ MAX_NODE_SCORE = 100
 
 
 @runtime_checkable
+class PreEnqueuePlugin(Protocol):
+    name: str
+
+    def pre_enqueue(self, pod: Pod) -> str | None:
+        """Why the pod may not be attempted yet (None: it may); see ``pre_enqueue``."""
+
+
+@runtime_checkable
 class PreFilterPlugin(Protocol):
     name: str
 

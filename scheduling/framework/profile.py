@@ -19,12 +19,14 @@ from volsched.scheduling.framework.interfaces import (
     NormalizeScorePlugin,
     PostBindPlugin,
     PostFilterPlugin,
+    PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
 )
+from volsched.scheduling.framework.pre_enqueue import Hold, hold_of
 from volsched.scheduling.framework.requeue import PluginEvents, merge
 from volsched.scheduling.framework.status import Status
 
@@ -66,6 +68,7 @@ class Profile:
     percentage_of_nodes_to_score: int = 0
     # DefaultPreemptionArgs: (minCandidateNodesPercentage, minCandidateNodesAbsolute).
     min_candidate_nodes: tuple[int, int] = (10, 100)
+    pre_enqueuers: list[PreEnqueuePlugin] = field(default_factory=list)
     pre_filters: list[PreFilterPlugin] = field(default_factory=list)
     # The pre-filters whose state counts pods, told of pods added and removed.
     pre_filter_extensions: list[PreFilterExtensions] = field(default_factory=list)
@@ -84,6 +87,7 @@ class Profile:
     def __post_init__(self) -> None:
         seen: set[int] = set()
         filters = {id(p.plugin) for p in self.predicates}
+        self.pre_enqueuers = []
         self.pre_filters = []
         self.pre_filter_extensions = []
         self.reservers = []
@@ -96,6 +100,8 @@ class Profile:
             if id(plugin) in seen:
                 continue
             seen.add(id(plugin))
+            if isinstance(plugin, PreEnqueuePlugin) and id(plugin) in filters:
+                self.pre_enqueuers.append(plugin)
             if isinstance(plugin, PreFilterPlugin) and id(plugin) in filters:
                 self.pre_filters.append(plugin)
                 if isinstance(plugin, PreFilterExtensions):
@@ -123,6 +129,10 @@ class Profile:
             for priority in self.priorities
             for plugin in (priority.plugin,)
         ]
+
+    def hold(self, pod: Pod) -> Hold | None:
+        """What keeps ``pod`` from being attempted (None: nothing); see ``pre_enqueue``."""
+        return hold_of(pod, self.pre_enqueuers)
 
     def predicate_name(self, plugin_name: str) -> str:
         for predicate in self.predicates:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from volsched.cache.objects.core import Pod
+from volsched.scheduling.framework.pre_enqueue import Hold
 from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.framework.runner import Decision, Scheduler
 from volsched.scheduling.preemption.nominated import NominatedPods
@@ -44,6 +45,10 @@ class Profiles:
         """The pod's profile; the first one for a pod naming none of them (the
         extender's pods, and snapshots)."""
         return self.by_name.get(pod.scheduler_name, self.default)
+
+    def hold(self, pod: Pod) -> Hold | None:
+        """What keeps the pod from being attempted by its profile (see ``pre_enqueue``)."""
+        return self.for_pod(pod).profile.hold(pod)
 
     def schedule(self, pod: Pod, every_reason: bool = True) -> Decision:
         return self.for_pod(pod).schedule(pod, every_reason=every_reason)

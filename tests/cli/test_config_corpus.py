@@ -316,6 +316,19 @@ kind: Pod
 metadata: {name: plain, namespace: default}
 spec:
   containers: [{name: c}]
+---
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: a-gpu, namespace: default}
+spec:
+  devices:
+    requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]
 """
 
 
@@ -381,3 +394,16 @@ def test_a_profiles_own_percentage_of_nodes_to_score_overrides_the_top_level(
         "a": 70,
         "b": 30,
     }
+
+
+def test_a_pod_whose_claim_does_not_exist_is_not_attempted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """DynamicResources' PreEnqueue holds it, as kube-scheduler 1.36 does: no filter runs
+    (no ``0/N nodes are available``), and ``simulate`` says what it waits for."""
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(CLAIMING.replace("resourceClaimName: a-gpu", "resourceClaimName: b-gpu"))
+    decided = simulate(capsys, str(cluster))
+    assert decided["default/gpu-job"]["node"] is None
+    assert decided["default/gpu-job"]["message"] == 'could not find ResourceClaim "default/b-gpu"'
+    assert decided["default/plain"]["node"] == "n1"

@@ -9,6 +9,7 @@ import pytest
 from tests.support import node, parse, pod
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Node, Pod
+from volsched.cache.objects.dra import parse_resource_claim
 from volsched.daemon.queue import queueing
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.scheduling.framework.events import (
@@ -17,6 +18,7 @@ from volsched.scheduling.framework.events import (
     ASSIGNED_POD_DELETE,
     NODE,
     PERSISTENT_VOLUME,
+    RESOURCE_CLAIM,
     SERVICE,
     STORAGE_CLASS,
     ClusterEvent,
@@ -179,7 +181,7 @@ def gated(name: str, gates: list[str]) -> Pod:
 def test_a_gated_pod_waits_outside_the_active_queue_until_its_last_gate_goes() -> None:
     q = queue(Clock())
     seen: list[str] = []
-    q.on_gated = lambda p: seen.append(p.name)
+    q.held.on_gated = lambda p: seen.append(p.name)
     q.add(gated("held", ["example.com/quota", "example.com/data-ready"]))
     q.add(make("free"))
     assert drain(q) == ["free"]
@@ -201,6 +203,52 @@ def test_a_deleted_gated_pod_leaves_no_trace() -> None:
     q.delete("default/held")
     assert q.lengths() == {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
     assert "default/held" not in q
+
+
+def test_a_pod_whose_claim_is_missing_is_held_until_the_claim_comes() -> None:
+    """DynamicResources' PreEnqueue: a pod naming a ResourceClaim that does not exist is
+    never attempted, and nothing is said of it (no gated condition); the claim's
+    creation lets it in. A claim deleted later holds it again when it would next be
+    active."""
+    cluster = ClusterCache()
+    profile = build_profile(default_profile(with_storage=True).policy, PluginFactory(cluster))
+    clock = Clock()
+    q = SchedulingQueue(
+        lambda p: p.priority or 0,
+        clock,
+        requeue=RequeueTable({"volsched": profile.requeue_events()}),
+        hold=profile.hold,
+    )
+    seen: list[str] = []
+    q.held.on_gated = lambda p: seen.append(p.name)
+    claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
+    waiting: Pod = parse(pod("waiting", spec={"resourceClaims": claims}))
+    q.add(waiting)
+    assert drain(q) == [] and q.lengths()["gated"] == 1 and seen == []
+    held = profile.hold(waiting)
+    assert held is not None and held.plugin == "DynamicResources"
+    assert held.message == 'could not find ResourceClaim "default/gpu"'
+    # Another kind's event does not let it in; the claim's creation does.
+    assert q.on_cluster_event(PV_ADDED) == 0
+    gpu = parse_resource_claim(
+        {
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {"devices": {"requests": []}},
+        }
+    )
+    cluster.upsert("ResourceClaim", gpu)
+    assert q.on_cluster_event(ClusterEvent(RESOURCE_CLAIM, ADD), None, gpu) == 1
+    assert drain(q) == ["waiting"]
+    # Its binding failed, then the claim was deleted: when its backoff is over, held.
+    q.requeue_error(waiting)
+    cluster.delete("ResourceClaim", "default/gpu")
+    clock.now += 60
+    assert drain(q) == [] and q.lengths() == {
+        "active": 0,
+        "backoff": 0,
+        "unschedulable": 0,
+        "gated": 1,
+    }
 
 
 def with_affinity(name: str) -> Pod:

@@ -22,7 +22,7 @@ import yaml
 from volsched.cache.objects.registry import KINDS
 from volsched.daemon.config.loading import load_settings
 from volsched.daemon.config.settings import Settings
-from volsched.daemon.watch.watching import CORE_KINDS, STORAGE_KINDS, VOLSCHED_STORAGE_KINDS
+from volsched.daemon.watch.watching import VOLSCHED_STORAGE_KINDS, WATCHED_KINDS
 from volsched.scheduling.scheduler_config import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -284,6 +284,8 @@ WATCHED_RESOURCES = [
     ("storage.k8s.io", "csinodes"),
     ("storage.k8s.io", "csidrivers"),
     ("storage.k8s.io", "csistoragecapacities"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceclaims"),
     ("scheduling.k8s.io", "priorityclasses"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
@@ -414,7 +416,7 @@ def test_rbac_grants_nothing_else() -> None:
 def test_rbac_reads_are_what_the_daemon_watches() -> None:
     """The table's reads follow daemon.watching: a kind added there needs RBAC here."""
     watched = set()
-    for kind in (*CORE_KINDS, *STORAGE_KINDS):
+    for kind in WATCHED_KINDS:
         info = KINDS[kind]
         group = info.api_version.rpartition("/")[0]
         watched |= {(group, info.plural, verb) for verb in READ}

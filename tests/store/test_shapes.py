@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tests.fuzz.test_hostile_corpus import snapshot_documents
+from tests.unit.cache.test_dra_objects import RICH_CLAIM, RICH_CLASS
 from tests.unit.longhorn.objects import (
     longhorn_node,
     longhorn_replica,
@@ -65,6 +66,8 @@ def every_object() -> list[tuple[str, dict[str, Any]]]:
         longhorn_volume("vol-1"),
         longhorn_replica("r-1", "vol-1", "node-1"),
         longhorn_setting("storage-over-provisioning-percentage", "200"),
+        RICH_CLASS,
+        RICH_CLAIM,
     ]
     found = []
     for document in documents:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from tests import support
+from tests.unit.cache.test_dra_objects import RICH_CLAIM, RICH_CLASS
 from volsched.cache.objects.longhorn import SETTING_TYPES
 from volsched.cache.objects.read_fields import READ_ANNOTATIONS, read_fields
 from volsched.cache.objects.registry import KINDS, kind_of
@@ -73,6 +74,10 @@ def rich_pod() -> dict[str, Any]:
                 }
             ],
             "schedulingGates": [{"name": "wait"}],
+            "resourceClaims": [
+                {"name": "gpu", "resourceClaimName": "gpu"},
+                {"name": "scratch", "resourceClaimTemplateName": "scratch"},
+            ],
             "serviceAccountName": "web",
             "imagePullSecrets": [{"name": f"{SECRET}-pull"}],
         },
@@ -97,6 +102,7 @@ def rich_pod() -> dict[str, Any]:
     raw["status"] = {
         "phase": "Pending",
         "nominatedNodeName": "node-1",
+        "resourceClaimStatuses": [{"name": "scratch", "resourceClaimName": "web-scratch"}],
         "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
     }
     return raw
@@ -117,6 +123,8 @@ def workload(kind: str) -> dict[str, Any]:
 CASES = [
     *example_objects(),
     ("rich pod", rich_pod()),
+    ("rich device class", RICH_CLASS),
+    ("rich resource claim", RICH_CLAIM),
     ("replica set", workload("ReplicaSet")),
     ("stateful set", workload("StatefulSet")),
 ]
