@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import re
 import sys
 import time
@@ -268,6 +269,12 @@ class Outcome:
     node: str | None
     reason: str = ""
     message: str = ""
+    # The PreEnqueue plugin that holds the pod (reason PRE_ENQUEUE).
+    held_by: str = ""
+
+
+# An Outcome's reason for a pod a PreEnqueue plugin other than SchedulingGates holds.
+PRE_ENQUEUE = "PreEnqueue"
 
 
 def _failed_scheduling(cp: ControlPlane, namespace: str, name: str) -> str | None:
@@ -280,8 +287,26 @@ def _failed_scheduling(cp: ControlPlane, namespace: str, name: str) -> str | Non
     return message
 
 
+# kube-scheduler's -v=4 line for a pod a PreEnqueue plugin holds (it writes nothing to the
+# pod or its events): the pod, the plugin and its status, as klog quotes them.
+_HELD = re.compile(
+    r'"Status after running PreEnqueue plugin" pod="(?P<pod>[^"]+)" '
+    r'plugin="(?P<plugin>[^"]+)" status=(?P<status>"(?:[^"\\]|\\.)*")'
+)
+
+
+def pre_enqueue_hold(log: str, pod: str) -> tuple[str, str] | None:
+    """(plugin, message) of the last PreEnqueue hold kube-scheduler logged for ``pod``."""
+    found = None
+    for match in _HELD.finditer(log):
+        if match["pod"] == pod:
+            found = (match["plugin"], str(json.loads(match["status"])))
+    return found
+
+
 def wait_for_pod(cp: ControlPlane, obj: dict[str, Any], timeout: float = POD_TIMEOUT) -> Outcome:
-    """Wait until the pod is bound, is rejected (FailedScheduling) or stays scheduling-gated.
+    """Wait until the pod is bound, is rejected (FailedScheduling), stays scheduling-gated
+    or is held by another PreEnqueue plugin (seen in kube-scheduler's log).
 
     A rejected pod that got a nominated node is preempting: keep waiting for its binding.
     """
@@ -309,6 +334,10 @@ def wait_for_pod(cp: ControlPlane, obj: dict[str, Any], timeout: float = POD_TIM
                 return Outcome(pod["spec"]["nodeName"])
             if not pod.get("status", {}).get("nominatedNodeName"):
                 return Outcome(None, condition.get("reason", "Unschedulable"), message)
+        log = cp.log_path("kube-scheduler").read_text(errors="replace")
+        held = pre_enqueue_hold(log, f"{namespace}/{name}")
+        if held is not None and message is None:
+            return Outcome(None, PRE_ENQUEUE, held[1], held[0])
         time.sleep(0.2)
     raise TimeoutError(f"pod {namespace}/{name} neither bound nor rejected in {timeout:.0f} s")
 
@@ -376,6 +405,9 @@ def expectation(outcome: Outcome, attempt: Attempt) -> dict[str, Any]:
         entry["node"] = None
         if outcome.reason == "SchedulingGated":
             entry["message"] = outcome.message
+        elif outcome.reason == PRE_ENQUEUE:
+            entry["message"] = outcome.message
+            entry["held_by"] = outcome.held_by
         else:
             message, preemption = split_message(outcome.message)
             entry["message"] = message
@@ -420,6 +452,11 @@ def comment_block(
             if outcome.reason == "SchedulingGated":
                 lines.append(
                     f"#     not attempted (condition PodScheduled=False, SchedulingGated): {outcome.message}"
+                )
+            elif outcome.reason == PRE_ENQUEUE:
+                lines.append(
+                    f"#     not attempted (held by {outcome.held_by}'s PreEnqueue, nothing written): "
+                    f"{outcome.message}"
                 )
             else:
                 lines.append(f"#     unschedulable ({outcome.reason}): {outcome.message}")
