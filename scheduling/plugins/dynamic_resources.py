@@ -1,9 +1,10 @@
 """DynamicResources: a pod's ResourceClaims, checked as kube-scheduler 1.36 checks them.
 
-PreFilter finds each claim the pod names (a templated one through the pod's
-``status.resourceClaimStatuses``) and refuses the pod, in upstream's words and order,
-when one is missing, being deleted, not made for the pod, or asks for a DeviceClass that
-does not exist. A pod whose claims are all allocated and reserved for it (the scheduler
+PreEnqueue finds each claim the pod names (a templated one through the pod's
+``status.resourceClaimStatuses``) and holds the pod before the queue while one is
+missing, being deleted or not made for the pod; PreFilter checks the same again (a claim
+may go in between) and refuses a claim to allocate that asks for a DeviceClass that does
+not exist, in upstream's words and order (recorded: oracle files 259–262). A pod whose claims are all allocated and reserved for it (the scheduler
 that allocated them stopped before binding the pod, say) is placed as upstream places it:
 only on nodes each allocation's node selector admits (``resourceclaim not available on
 the node``). volsched does not allocate devices or reserve claims: a pod with a claim
