@@ -86,11 +86,9 @@ class Framework:
         (None when none does): a node not among them is certainly rejected, by that
         filter or one before it."""
         skipped = state.skip_filter
-        for predicate in self.profile.predicates:
-            plugin = predicate.plugin
-            offer = getattr(plugin, "screen", None)
-            if offer is not None and plugin.name not in skipped:
-                found: Screen | None = offer(state, pod)
+        for plugin in self.profile.screeners:
+            if plugin.name not in skipped:
+                found = plugin.screen(state, pod)
                 if found is not None:
                     return found
         return None

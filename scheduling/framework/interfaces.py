@@ -60,6 +60,17 @@ class FilterPlugin(Protocol):
 
 
 @runtime_checkable
+class ScreeningFilter(Protocol):
+    """A filter that can name, per cycle, the nodes it may accept: it certainly rejects
+    every other node, so the walk need not ask it there (see ``Framework.screen``)."""
+
+    name: str
+
+    def screen(self, state: CycleState, pod: Pod) -> Collection[str] | None:
+        """The nodes it may accept (None: it cannot tell for this pod)."""
+
+
+@runtime_checkable
 class NodeLocalFilter(Protocol):
     """A filter whose verdict on a node follows from the pod's ``filter_key`` and what
     the node's ``NodeInfo`` holds: the node's object, its pods, their requests and

@@ -25,6 +25,7 @@ from volsched.scheduling.framework.interfaces import (
     PreScorePlugin,
     ReservePlugin,
     ScorePlugin,
+    ScreeningFilter,
 )
 from volsched.scheduling.framework.pre_enqueue import Hold, hold_of
 from volsched.scheduling.framework.requeue import PluginEvents, merge
@@ -79,6 +80,8 @@ class Profile:
     # Each priority with its optional extension points, resolved once: isinstance on a
     # runtime Protocol is slow, and the cycle asks for every pod.
     score_steps: list[ScoreStep] = field(default_factory=list)
+    # The filters that can name the nodes they may accept, in filter order.
+    screeners: list[ScreeningFilter] = field(default_factory=list)
     # Per predicate, in order: its NodeLocalFilter key, when it has one.
     filter_keys: list[Callable[[CycleState, Pod], Hashable | None] | None] = field(
         default_factory=list
@@ -113,6 +116,9 @@ class Profile:
             if isinstance(plugin, PostFilterPlugin) and id(plugin) in filters:
                 self.post_filters.append(plugin)
 
+        self.screeners = [
+            p.plugin for p in self.predicates if isinstance(p.plugin, ScreeningFilter)
+        ]
         self.filter_keys = [
             p.plugin.filter_key if isinstance(p.plugin, NodeLocalFilter) else None
             for p in self.predicates
