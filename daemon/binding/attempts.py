@@ -19,16 +19,21 @@ from volsched.cache.objects.core import Pod
 from volsched.daemon.binding.event_series import EventSeriesBook
 from volsched.daemon.binding.reporting import Reporter, truncate_message
 from volsched.daemon.kube.client import KubeClient
+from volsched.scheduling.framework.pre_enqueue import Hold
 from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
 
 DEFAULT_LIMIT = 10_000
+# The reason shown for a pod a PreEnqueue check other than scheduling gates holds (no
+# condition names it: upstream writes nothing for such a pod).
+HELD_REASON = "PreEnqueue"
 
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
     """One report: the condition's reason (``Unschedulable``, ``SchedulerError``,
-    ``SchedulingGated``), its message, and when (the reporter's clock, epoch seconds)."""
+    ``SchedulingGated``, or ``PreEnqueue`` for a hold nothing was written about), its
+    message, and when (the reporter's clock, epoch seconds)."""
 
     reason: str
     message: str
@@ -78,3 +83,7 @@ class RecordingReporter(Reporter):
     async def gated(self, pod: Pod) -> None:
         self.attempts.record(pod.meta.key, Attempt(GATED_REASON, GATED_MESSAGE, self.clock()))
         await super().gated(pod)
+
+    def held(self, pod: Pod, hold: Hold) -> None:
+        """Shown on the decisions page as its hold's reason: never written anywhere."""
+        self.attempts.record(pod.meta.key, Attempt(HELD_REASON, hold.message, self.clock()))

@@ -21,6 +21,7 @@ from volsched.cache.errors import ApiError, NotFound
 from volsched.cache.objects.core import Pod
 from volsched.daemon.binding.event_series import EventSeriesBook, Write, event_name, micro_time
 from volsched.daemon.kube.client import KubeClient
+from volsched.scheduling.framework.pre_enqueue import Hold
 from volsched.scheduling.plugins.scheduling_gates import MESSAGE as GATED_MESSAGE
 from volsched.scheduling.plugins.scheduling_gates import REASON as GATED_REASON
 
@@ -151,6 +152,10 @@ class Reporter:
     async def gated(self, pod: Pod) -> None:
         """A gated pod: the condition only, no event (it was never attempted)."""
         await self._condition(pod, GATED_REASON, GATED_MESSAGE)
+
+    def held(self, pod: Pod, hold: Hold) -> None:
+        """A pod another PreEnqueue check holds: nothing is written, as upstream writes
+        nothing for it (the recording reporter remembers it for the decisions page)."""
 
     async def _condition(self, pod: Pod, reason: str, message: str) -> None:
         text = truncate_message(message)

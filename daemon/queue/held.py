@@ -35,7 +35,10 @@ class HeldPods:
         # The profiles' PreEnqueue checks (scheduling gates alone without profiles).
         self._hold = hold
         self._entries: dict[str, QueuedPod] = {}
+        # Told of a pod newly held for its gates (its condition is written), and of
+        # any other hold as it starts or changes (the decisions page shows it).
         self.on_gated: Callable[[Pod], None] | None = None
+        self.on_held: Callable[[Pod, Hold], None] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -54,12 +57,15 @@ class HeldPods:
 
     def _keep(self, entry: QueuedPod, held: Hold) -> bool:
         newly_gated = held.gated and (entry.held is None or not entry.held.gated)
+        changed = held != entry.held
         entry.held = held
         key = entry.pod.meta.key
         arrived = key not in self._entries
         self._entries[key] = entry
         if newly_gated and self.on_gated is not None:
             self.on_gated(entry.pod)
+        elif changed and not held.gated and self.on_held is not None:
+            self.on_held(entry.pod, held)
         return arrived
 
     def release(self, entry: QueuedPod) -> None:

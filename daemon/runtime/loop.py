@@ -157,6 +157,7 @@ class SchedulingLoop:
         self.gate.set()
         self.stopping = False
         queue.held.on_gated = self._gated
+        queue.held.on_held = self.reporter.held
 
     def _gated(self, pod: Pod) -> None:
         """PreEnqueue kept a gated pod out: make sure its condition says so (the API

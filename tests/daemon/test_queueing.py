@@ -10,6 +10,7 @@ from tests.support import node, parse, pod
 from volsched.cache.cluster import ClusterCache
 from volsched.cache.objects.core import Node, Pod
 from volsched.cache.objects.dra import parse_resource_claim
+from volsched.daemon.binding.attempts import HELD_REASON, LastAttempts, RecordingReporter
 from volsched.daemon.queue import queueing
 from volsched.daemon.queue.queueing import SchedulingQueue
 from volsched.scheduling.framework.events import (
@@ -23,6 +24,7 @@ from volsched.scheduling.framework.events import (
     STORAGE_CLASS,
     ClusterEvent,
 )
+from volsched.scheduling.framework.pre_enqueue import Hold
 from volsched.scheduling.framework.requeue import RequeueTable
 from volsched.scheduling.profile_builder import PluginFactory, build_profile
 from volsched.scheduling.scheduler_config import default_profile
@@ -220,14 +222,16 @@ def test_a_pod_whose_claim_is_missing_is_held_until_the_claim_comes() -> None:
         hold=profile.hold,
     )
     seen: list[str] = []
+    told: list[tuple[str, str]] = []
     q.held.on_gated = lambda p: seen.append(p.name)
+    q.held.on_held = lambda p, hold: told.append((hold.plugin, hold.message))
     claims = [{"name": "gpu", "resourceClaimName": "gpu"}]
     waiting: Pod = parse(pod("waiting", spec={"resourceClaims": claims}))
     q.add(waiting)
     assert drain(q) == [] and q.lengths()["gated"] == 1 and seen == []
-    held = profile.hold(waiting)
-    assert held is not None and held.plugin == "DynamicResources"
-    assert held.message == 'could not find ResourceClaim "default/gpu"'
+    # Told once (for the decisions page), not again when checked again unchanged.
+    q.update(waiting)
+    assert told == [("DynamicResources", 'could not find ResourceClaim "default/gpu"')]
     # Another kind's event does not let it in; the claim's creation does.
     assert q.on_cluster_event(PV_ADDED) == 0
     gpu = parse_resource_claim(
@@ -383,3 +387,19 @@ def test_a_pod_created_again_while_its_namesake_is_in_flight_is_not_lost(outcome
         q.requeue_error(old)
     entry = q.pop_ready()
     assert entry is not None and entry.pod.meta.uid == "uid-2"
+
+
+async def test_a_held_pod_is_shown_on_the_decisions_page_and_nothing_is_written() -> None:
+    """The recording reporter remembers the hold as the pod's last attempt (reason
+    PreEnqueue); the reporter sends no request for it."""
+
+    class NoClient:
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"the reporter used the API client ({name})")
+
+    attempts = LastAttempts()
+    reporter = RecordingReporter(attempts, NoClient(), "volsched", "i", lambda: 5.0)  # type: ignore[arg-type]
+    reporter.held(make("waiting"), Hold("DynamicResources", 'could not find ResourceClaim "a/b"'))
+    attempt = attempts.get("default/waiting")
+    assert attempt is not None
+    assert (attempt.reason, attempt.message) == (HELD_REASON, 'could not find ResourceClaim "a/b"')
