@@ -20,7 +20,6 @@ import yaml
 
 from bench.oracle.controlplane import ApiError, ControlPlane
 from tests.controlplane import required_assets
-from tests.deploy.helm_binary import helm_binary
 from tests.deploy.test_helm import SERVICE_MONITOR_VARIANTS, monitor_objects
 
 ASSETS = required_assets()
@@ -32,14 +31,6 @@ DRY_RUN = (
     f"/apis/monitoring.coreos.com/v1/namespaces/{NAMESPACE}/servicemonitors"
     "?dryRun=All&fieldValidation=Strict"
 )
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    binary, why = helm_binary()
-    if binary is None:
-        pytest.skip(why)
-    return binary
 
 
 @pytest.fixture(scope="module")

@@ -279,12 +279,9 @@ def test_relisting_is_sooner_when_most_of_the_kind_was_replaced(
     assert relisting_is_sooner(ProofCosts(), listed, differing) is sooner
 
 
-async def test_a_kind_replaced_while_down_is_relisted_at_once(
-    server: ApiServer, client: KubeClient
-) -> None:
-    """The four stored nodes were deleted and four others made while the daemon was
-    down: its watch would bring eight events, a relist four objects. The prefetched
-    list shows it, and the kind is relisted without waiting on the watch."""
+async def replaced_nodes(server: ApiServer, client: KubeClient) -> tuple[ClusterCache, KindWatcher]:
+    """Four nodes stored, then deleted and four others made while the daemon was down:
+    the resumed Node watch would bring eight events, a relist four objects."""
     server.load([node(f"old-{i}") for i in range(4)])
     cluster, ingest, resume_from = await stored_nodes(client)
     async with aiohttp.ClientSession(server.url) as session:
@@ -294,10 +291,13 @@ async def test_a_kind_replaced_while_down_is_relisted_at_once(
     server.load([node(f"new-{i}") for i in range(4)])
     watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
     watcher.catch_up_to(str(server.store.revision))
-    # Costs under which the plan alone would check the kind's metadata, not relist it.
-    prefetch = MetadataPrefetch(client, CHECK_FIRST, ["Node"])
-    listed = await prefetch.wait_at_most("Node", 10)
-    assert listed is not None and differences(cluster, "Node", listed[0]) == 8
+    return cluster, watcher
+
+
+async def prove_relisting(
+    watcher: KindWatcher, client: KubeClient, cluster: ClusterCache, prefetch: MetadataPrefetch
+) -> None:
+    """The resumed Node kind is proven by a relist, and only by one."""
     relisted: list[str] = []
 
     async def relist(w: KindWatcher) -> None:
@@ -308,6 +308,19 @@ async def test_a_kind_replaced_while_down_is_relisted_at_once(
     finally:
         await prefetch.close()
     assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
+
+
+async def test_a_kind_replaced_while_down_is_relisted_at_once(
+    server: ApiServer, client: KubeClient
+) -> None:
+    """The prefetched list shows the kind replaced, and the kind is relisted without
+    waiting on the watch."""
+    cluster, watcher = await replaced_nodes(server, client)
+    # Costs under which the plan alone would check the kind's metadata, not relist it.
+    prefetch = MetadataPrefetch(client, CHECK_FIRST, ["Node"])
+    listed = await prefetch.wait_at_most("Node", 10)
+    assert listed is not None and differences(cluster, "Node", listed[0]) == 8
+    await prove_relisting(watcher, client, cluster, prefetch)
     # At once: no second metadata list after a wait for the watch.
     assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1
 
@@ -318,28 +331,11 @@ async def test_a_kind_replaced_while_down_is_relisted_when_its_late_list_shows_i
     """As above, but the prefetched list is still on its way when the load is done (the
     API server is busy): the kind waits for it, and once it shows the kind mostly
     replaced, relists rather than letting the watch bring every change."""
-    server.load([node(f"old-{i}") for i in range(4)])
-    cluster, ingest, resume_from = await stored_nodes(client)
-    async with aiohttp.ClientSession(server.url) as session:
-        for i in range(4):
-            async with session.delete(f"/api/v1/nodes/old-{i}") as response:
-                assert response.status == 200
-    server.load([node(f"new-{i}") for i in range(4)])
+    cluster, watcher = await replaced_nodes(server, client)
     server.faults.suppress_bookmarks()
-    watcher = KindWatcher("Node", client, ingest, None, WatchSettings(), resume_from)
-    watcher.catch_up_to(str(server.store.revision))
     server.faults.delay_next("GET", r"/api/v1/nodes\?limit", 0.3)
     prefetch = MetadataPrefetch(client, CHECK_FIRST, ["Node"])
     await asyncio.sleep(0.05)
     assert prefetch.pending("Node")
-    relisted: list[str] = []
-
-    async def relist(w: KindWatcher) -> None:
-        relisted.append(w.kind)
-
-    try:
-        proofs = await prove_current([watcher], client, cluster, CHECK_FIRST, 0.0, relist, prefetch)
-    finally:
-        await prefetch.close()
-    assert proofs == {"Node": Proof.RELIST} and relisted == ["Node"]
+    await prove_relisting(watcher, client, cluster, prefetch)
     assert len(server.faults.requests("GET", r"/api/v1/nodes\?limit")) == 1

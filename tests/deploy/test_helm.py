@@ -14,7 +14,6 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.deploy.helm_binary import helm_binary
 from tests.deploy.service_monitor_model import service_monitor_problems
 from tests.deploy.test_manifests import (
     ADD_ON_API_GROUPS,
@@ -35,14 +34,6 @@ HELM_LABELS = (
     "app.kubernetes.io/instance",
     "app.kubernetes.io/version",
 )
-
-
-@pytest.fixture(scope="module")
-def helm() -> Path:
-    binary, why = helm_binary()
-    if binary is None:
-        pytest.skip(why)
-    return binary
 
 
 def render(helm: Path, *options: str, namespace: str = "volsched-system") -> list[Raw]:
