@@ -12,7 +12,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from tests.deploy.test_helm import CHART, helm, key, render, settings_of
+from tests.deploy.test_helm import CHART, key, render, settings_of
 from tests.deploy.test_manifests import (
     ADD_ON_API_GROUPS,
     KUBERNETES_VERSION,
@@ -28,8 +28,6 @@ BINDING_KINDS = ("RoleBinding", "ClusterRoleBinding")
 # The API server's bootstrap role for delegated authentication and authorisation:
 # create on tokenreviews and subjectaccessreviews, which it answers and never stores.
 AUTH_DELEGATOR = "system:auth-delegator"
-
-__all__ = ["helm"]
 
 
 @pytest.fixture(scope="module")
